@@ -1,0 +1,41 @@
+'use strict'
+
+/**
+ * redislock-rs: redislock 1.3.0's API (createLock, setDefaults,
+ * getAcquiredLocks and the three error classes) over a Rust core.
+ */
+
+const Lock = require('./lib/lock')
+const errors = require('./lib/errors')
+
+/** A new Lock using `client` (a Redis client, URL or options object). */
+function createLock (client, options) {
+  return new Lock(client, options)
+}
+
+/**
+ * Sets the defaults used by locks created afterwards. Only `timeout`,
+ * `retries` and `delay` are read; null and undefined values are ignored.
+ */
+function setDefaults (options) {
+  options = options || {}
+  for (const key in Lock._defaults) {
+    if (options[key] !== null && options[key] !== undefined) {
+      Lock._defaults[key] = parseInt(options[key], 10)
+    }
+  }
+}
+
+/** The locks this process currently holds. */
+function getAcquiredLocks () {
+  return Array.from(Lock._acquiredLocks.values())
+}
+
+module.exports = {
+  createLock,
+  setDefaults,
+  getAcquiredLocks,
+  LockAcquisitionError: errors.LockAcquisitionError,
+  LockReleaseError: errors.LockReleaseError,
+  LockExtendError: errors.LockExtendError
+}

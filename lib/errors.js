@@ -1,0 +1,45 @@
+'use strict'
+
+/**
+ * The three error classes of redislock, on one small base class.
+ *
+ * As in redislock 1.3.0, `name` and `message` are own enumerable properties
+ * (so `Object.keys(err)` and `JSON.stringify(err)` show them) and the stack
+ * starts with `Name: message`. A wrapped Redis or connection error is kept as
+ * `cause`.
+ */
+class LockError extends Error {
+  constructor (message, options) {
+    super(undefined, options)
+    this.name = new.target.name
+    Object.defineProperty(this, 'message', { value: String(message), enumerable: true, writable: true, configurable: true })
+    Error.captureStackTrace(this, new.target)
+  }
+}
+
+class LockAcquisitionError extends LockError {}
+class LockReleaseError extends LockError {}
+class LockExtendError extends LockError {}
+
+// The native layer prefixes its messages with a code: "[ERR_REDIS_TIMEOUT] ...".
+const CODE_PREFIX = /^\[([A-Z_]+)\] /
+
+/**
+ * Wraps a failure from the native layer (or anything else thrown) in the
+ * lock error class `ErrorClass`, keeping the original as `cause`.
+ */
+function wrapError (err, ErrorClass) {
+  if (err instanceof ErrorClass) return err
+  let message = err && typeof err.message === 'string' ? err.message : String(err)
+  const match = CODE_PREFIX.exec(message)
+  if (match) {
+    message = message.slice(match[0].length)
+    try {
+      err.message = message
+      err.code = match[1]
+    } catch (_) {}
+  }
+  return new ErrorClass(message, { cause: err })
+}
+
+module.exports = { LockError, LockAcquisitionError, LockReleaseError, LockExtendError, wrapError }

@@ -1,0 +1,156 @@
+'use strict'
+
+/**
+ * The Lock object: redislock 1.3.0's state and methods over the native core.
+ * One native call per user operation; retries and delays run in Rust.
+ */
+
+const { randomUUID } = require('crypto')
+const inspect = require('util').inspect
+const Promise = require('bluebird')
+const { RedisConnection } = require('../binding')
+const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
+const { connectOptionsFor } = require('./clients')
+
+// Hidden per-lock state: symbols stay out of Object.keys(lock).
+const kNative = Symbol('redislock-rs.connection')
+const kBusy = Symbol('redislock-rs.acquiring')
+
+/** Native connections for client objects and URL strings we have seen. */
+const byClient = new WeakMap()
+const byUrl = new Map()
+
+function nativeFor (client) {
+  const cache = typeof client === 'string' ? byUrl : (client !== null && typeof client === 'object' ? byClient : null)
+  let native = cache && cache.get(client)
+  if (native === undefined) {
+    native = new RedisConnection(connectOptionsFor(client))
+    if (cache) cache.set(client, native)
+  }
+  return native
+}
+
+function rejected (err, fn) {
+  const p = Promise.reject(err)
+  return fn === undefined ? p : p.nodeify(fn)
+}
+
+function describeKey (key) {
+  return inspect(key, { breakLength: Infinity, maxStringLength: 200, depth: 0 })
+}
+
+class Lock {
+  /**
+   * @param client  a Redis client, URL or options object (see createLock)
+   * @param options {timeout, retries, delay}; missing ones use the defaults
+   */
+  constructor (client, options) {
+    const native = nativeFor(client)
+    if (options !== undefined && options !== null && typeof options !== 'object') {
+      throw new TypeError(`createLock options must be an object {timeout, retries, delay}; got ${typeof options}`)
+    }
+    this._id = randomUUID()
+    this._locked = false
+    this._key = null
+    this._client = client
+    this[kNative] = native
+    this[kBusy] = false
+    options = options || {}
+    for (const key in Lock._defaults) {
+      this[key] = Lock._defaults[key]
+      if (key in options) this[key] = parseInt(options[key], 10) || 0
+    }
+  }
+
+  /**
+   * Takes the lock on `key`, retrying `retries` times `delay` ms apart
+   * (`-1`: until it is free). Rejects with LockAcquisitionError.
+   */
+  acquire (key, fn) {
+    if (this._locked || this[kBusy]) {
+      return rejected(new LockAcquisitionError('Lock already held'), fn)
+    }
+    if (typeof key !== 'string' || key === '') {
+      return rejected(new LockAcquisitionError(
+        `Invalid lock key ${describeKey(key)}: the key must be a non-empty string`), fn)
+    }
+    this[kBusy] = true
+    const lock = this
+    const p = Promise.resolve(this[kNative].acquire(key, this._id, this.timeout, this.retries, this.delay))
+      .then(function (acquired) {
+        lock[kBusy] = false
+        if (!acquired) throw new LockAcquisitionError('Could not acquire lock on "' + key + '"')
+        lock._locked = true
+        lock._key = key
+        Lock._acquiredLocks.set(lock._id, lock)
+      }, function (err) {
+        lock[kBusy] = false
+        throw wrapError(err, LockAcquisitionError)
+      })
+    return fn === undefined ? p : p.nodeify(fn)
+  }
+
+  /**
+   * Deletes the lock if it is still ours. Rejects with LockReleaseError;
+   * "had expired" means it was no longer ours and nothing was deleted.
+   */
+  release (fn) {
+    if (!this._locked) {
+      return rejected(new LockReleaseError('Lock has not been acquired'), fn)
+    }
+    const lock = this
+    const key = this._key
+    const p = Promise.resolve(this[kNative].release(key, this._id))
+      .then(function (released) {
+        lock._locked = false
+        lock._key = null
+        Lock._acquiredLocks.delete(lock._id)
+        if (!released) throw new LockReleaseError('Lock on "' + key + '" had expired')
+      }, function (err) {
+        throw wrapError(err, LockReleaseError)
+      })
+    return fn === undefined ? p : p.nodeify(fn)
+  }
+
+  /**
+   * Sets the lock's time to live to `time` ms if it is still ours. Rejects
+   * with LockExtendError; on "had expired" the lock is marked released.
+   */
+  extend (time, fn) {
+    if (!time || time !== parseInt(time, 10)) {
+      return rejected(new LockExtendError('Int time is required to extend lock'), fn)
+    }
+    if (time < 0 || time > Number.MAX_SAFE_INTEGER) {
+      return rejected(new LockExtendError(
+        `Int time is required to extend lock: ${time} is not a positive number of milliseconds`), fn)
+    }
+    if (!this._locked) {
+      return rejected(new LockExtendError('Lock has not been acquired'), fn)
+    }
+    const lock = this
+    const key = this._key
+    const p = Promise.resolve(this[kNative].extend(key, this._id, time))
+      .then(function (extended) {
+        if (extended) return
+        lock._locked = false
+        lock._key = null
+        Lock._acquiredLocks.delete(lock._id)
+        throw new LockExtendError('Lock on "' + key + '" had expired')
+      }, function (err) {
+        throw wrapError(err, LockExtendError)
+      })
+    return fn === undefined ? p : p.nodeify(fn)
+  }
+}
+
+/** Defaults for new locks; change them with setDefaults. */
+Lock._defaults = {
+  timeout: 10000,
+  retries: 0,
+  delay: 50
+}
+
+/** Locks held by this process, by `_id`, in acquisition order. */
+Lock._acquiredLocks = new Map()
+
+module.exports = Lock

@@ -1,0 +1,58 @@
+//! The core's error type. Expected outcomes ("not acquired", "not ours any
+//! more") are never errors: they come back as `false`. An `Error` is a real
+//! failure: bad arguments, an unreachable server, a timeout or a Redis error.
+//! Messages never contain credentials.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The caller passed something the core cannot use.
+    InvalidArgument(String),
+    /// No connection to Redis could be made.
+    Connection(String),
+    /// Redis did not answer within the command timeout. For an acquire the
+    /// outcome is unknown; the core has already tried to undo it.
+    Timeout(String),
+    /// Redis answered with an error, or the connection broke mid-command.
+    Redis(String),
+}
+
+impl Error {
+    pub fn message(&self) -> &str {
+        match self {
+            Error::InvalidArgument(m) | Error::Connection(m) | Error::Timeout(m) | Error::Redis(m) => m,
+        }
+    }
+
+    /// A short machine-readable code, used by the JavaScript front.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidArgument(_) => "ERR_INVALID_ARG",
+            Error::Connection(_) => "ERR_REDIS_CONNECTION",
+            Error::Timeout(_) => "ERR_REDIS_TIMEOUT",
+            Error::Redis(_) => "ERR_REDIS",
+        }
+    }
+
+    pub(crate) fn from_redis(err: &redis::RedisError) -> Self {
+        let text = err.to_string();
+        if err.is_timeout() {
+            Error::Timeout(format!("Redis command timed out: {text}"))
+        } else if err.is_connection_refusal() || err.is_connection_dropped() || err.is_io_error() {
+            Error::Connection(format!("Redis connection failed: {text}"))
+        } else {
+            Error::Redis(text)
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;

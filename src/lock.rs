@@ -1,0 +1,202 @@
+//! The lock operations: acquire (with its retry loop), release, extend.
+//!
+//! Written against `redis::aio::ConnectionLike` rather than a concrete
+//! connection, so a cluster or multi-server backend can reuse them.
+//! Expected outcomes are values (`false` = not acquired / not ours any more);
+//! only real failures are errors.
+
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+use redis::Value;
+
+use crate::error::{Error, Result};
+use crate::scripts::{DEL_IF_EQUAL_SCRIPT, PEXPIRE_IF_EQUAL_SCRIPT};
+
+/// Longest TTL or extension accepted, in ms (JavaScript's safe integers).
+pub const MAX_MS: u64 = (1 << 53) - 1;
+
+/// How many attempts an acquire makes after the first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retries {
+    /// Keep trying until the lock is free (redislock's `retries: -1`).
+    Forever,
+    /// This many more attempts after the first one.
+    Count(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// The lock's time to live, in ms (`SET ... PX ttl`).
+    pub ttl_ms: u64,
+    pub retries: Retries,
+    /// Pause between attempts.
+    pub delay: Duration,
+}
+
+impl AcquireOptions {
+    /// Builds options from redislock's numbers: `retries < 0` waits forever.
+    pub fn from_numbers(ttl_ms: f64, retries: f64, delay_ms: f64) -> Result<Self> {
+        let ttl_ms = positive_int(ttl_ms).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "Invalid timeout {ttl_ms}: the lock timeout must be a positive integer number of milliseconds"
+            ))
+        })?;
+        let whole = retries == f64::NEG_INFINITY || (retries.is_finite() && retries.fract() == 0.0);
+        if !whole {
+            return Err(Error::InvalidArgument(format!(
+                "Invalid retries {retries}: expected an integer (-1 retries forever)"
+            )));
+        }
+        let retries = if retries < 0.0 { Retries::Forever } else { Retries::Count(retries.min(u64::MAX as f64) as u64) };
+        if !(delay_ms.is_finite() && delay_ms >= 0.0 && delay_ms.fract() == 0.0 && delay_ms <= MAX_MS as f64) {
+            return Err(Error::InvalidArgument(format!(
+                "Invalid delay {delay_ms}: the retry delay must be a non-negative integer number of milliseconds"
+            )));
+        }
+        Ok(AcquireOptions { ttl_ms, retries, delay: Duration::from_millis(delay_ms as u64) })
+    }
+}
+
+/// `Some(n)` when `x` is an integer in 1..=MAX_MS.
+pub fn positive_int(x: f64) -> Option<u64> {
+    (x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x <= MAX_MS as f64).then_some(x as u64)
+}
+
+fn check_key(key: &str) -> Result<()> {
+    if key.is_empty() {
+        return Err(Error::InvalidArgument("Invalid lock key \"\": the key must be a non-empty string".into()));
+    }
+    Ok(())
+}
+
+/// One `SET key token PX ttl NX`. `true` when the lock was taken.
+pub async fn try_acquire<C: ConnectionLike>(conn: &mut C, key: &str, token: &str, ttl_ms: u64) -> Result<bool> {
+    let reply: redis::RedisResult<Value> =
+        redis::cmd("SET").arg(key).arg(token).arg("PX").arg(ttl_ms).arg("NX").query_async(conn).await;
+    match reply {
+        Ok(Value::Okay) => Ok(true),
+        Ok(Value::SimpleString(s)) if s == "OK" => Ok(true),
+        Ok(Value::Nil) => Ok(false),
+        Ok(other) => Err(Error::Redis(format!("Unexpected reply to SET: {other:?}"))),
+        Err(e) => Err(Error::from_redis(&e)),
+    }
+}
+
+/// Acquires `key` for `token`, retrying as `opts` says. `Ok(false)` when
+/// every attempt found the lock held.
+///
+/// A `SET` that timed out may still have landed: before reporting the
+/// timeout, the token is released on a best-effort basis.
+pub async fn acquire<C: ConnectionLike>(conn: &mut C, key: &str, token: &str, opts: &AcquireOptions) -> Result<bool> {
+    check_key(key)?;
+    if opts.ttl_ms == 0 || opts.ttl_ms > MAX_MS {
+        return Err(Error::InvalidArgument(format!("Invalid timeout {}", opts.ttl_ms)));
+    }
+    let mut left = opts.retries;
+    loop {
+        match try_acquire(conn, key, token, opts.ttl_ms).await {
+            Ok(true) => return Ok(true),
+            Ok(false) => {}
+            Err(err @ Error::Timeout(_)) => {
+                let _ = release(conn, key, token).await;
+                return Err(err);
+            }
+            Err(err) => return Err(err),
+        }
+        left = match left {
+            Retries::Count(0) => return Ok(false),
+            Retries::Count(n) => Retries::Count(n - 1),
+            Retries::Forever => Retries::Forever,
+        };
+        wait_before_retry(opts.delay).await;
+    }
+}
+
+/// The pause between two attempts. One place, so that waking on a release
+/// announcement can later race this sleep.
+async fn wait_before_retry(delay: Duration) {
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+}
+
+/// Deletes `key` if it still holds `token`. `false`: it did not (expired or
+/// taken by someone else) and nothing was deleted.
+pub async fn release<C: ConnectionLike>(conn: &mut C, key: &str, token: &str) -> Result<bool> {
+    check_key(key)?;
+    let n: i64 = DEL_IF_EQUAL_SCRIPT
+        .key(key)
+        .arg(token)
+        .invoke_async(conn)
+        .await
+        .map_err(|e| Error::from_redis(&e))?;
+    Ok(n == 1)
+}
+
+/// Sets `key`'s TTL to `ms` if it still holds `token`. `false`: it did not.
+pub async fn extend<C: ConnectionLike>(conn: &mut C, key: &str, token: &str, ms: u64) -> Result<bool> {
+    check_key(key)?;
+    if ms == 0 || ms > MAX_MS {
+        return Err(Error::InvalidArgument(format!(
+            "Invalid extension {ms}: expected a positive integer number of milliseconds"
+        )));
+    }
+    let n: i64 = PEXPIRE_IF_EQUAL_SCRIPT
+        .key(key)
+        .arg(token)
+        .arg(ms)
+        .invoke_async(conn)
+        .await
+        .map_err(|e| Error::from_redis(&e))?;
+    Ok(n == 1)
+}
+
+/// A fresh random lock token (UUID v4: 122 random bits).
+pub fn new_token() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_follow_redislock_numbers() {
+        let o = AcquireOptions::from_numbers(10000.0, 0.0, 50.0).unwrap();
+        assert_eq!(o.retries, Retries::Count(0));
+        assert_eq!(o.delay, Duration::from_millis(50));
+        assert_eq!(AcquireOptions::from_numbers(1.0, -1.0, 0.0).unwrap().retries, Retries::Forever);
+        assert_eq!(AcquireOptions::from_numbers(1.0, -7.0, 0.0).unwrap().retries, Retries::Forever);
+    }
+
+    #[test]
+    fn options_reject_bad_numbers() {
+        for (t, r, d) in [
+            (0.0, 0.0, 0.0),
+            (-5.0, 0.0, 0.0),
+            (f64::NAN, 0.0, 0.0),
+            (1.5, 0.0, 0.0),
+            (f64::INFINITY, 0.0, 0.0),
+            (100.0, f64::NAN, 0.0),
+            (100.0, 0.5, 0.0),
+            (100.0, 0.0, -1.0),
+            (100.0, 0.0, f64::NAN),
+            (100.0, 0.0, 1e300),
+        ] {
+            let err = AcquireOptions::from_numbers(t, r, d).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(_)), "{t} {r} {d}");
+        }
+        let msg = AcquireOptions::from_numbers(0.0, 0.0, 0.0).unwrap_err().to_string();
+        assert!(msg.contains("timeout 0"), "{msg}");
+    }
+
+    #[test]
+    fn tokens_are_uuid_v4() {
+        let a = new_token();
+        let b = new_token();
+        assert_eq!(a.len(), 36);
+        assert_ne!(a, b);
+        assert_eq!(a.as_bytes()[14], b'4');
+    }
+}

@@ -1,0 +1,125 @@
+//! The napi surface: converts JavaScript arguments, calls the core, returns
+//! plain values. Errors carry the core's code (`ERR_REDIS_TIMEOUT`, ...) as
+//! a `[CODE] ` prefix on the message, which the JavaScript front strips.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::config::{Endpoint, EndpointSpec, TlsSettings};
+use crate::connection::SharedConnection;
+use crate::error::Error as CoreError;
+use crate::lock::{self, AcquireOptions};
+
+fn to_napi(err: CoreError) -> napi::Error {
+    napi::Error::new(Status::GenericFailure, format!("[{}] {}", err.code(), err.message()))
+}
+
+/// Where to connect. Every field is optional; `url` is applied first and the
+/// other fields override it.
+#[napi(object)]
+pub struct ConnectOptions {
+    pub url: Option<String>,
+    pub host: Option<String>,
+    pub port: Option<u32>,
+    pub db: Option<i64>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    /// Turns TLS on.
+    pub tls: Option<bool>,
+    /// PEM CA bundle to trust instead of the built-in roots.
+    pub tls_ca: Option<String>,
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
+    pub tls_servername: Option<String>,
+    /// `false` disables certificate verification.
+    pub tls_reject_unauthorized: Option<bool>,
+    /// Bound on connecting, in ms (default 2000).
+    pub connect_timeout: Option<u32>,
+    /// Bound on one command's reply, in ms (default 2000).
+    pub command_timeout: Option<u32>,
+}
+
+impl From<ConnectOptions> for EndpointSpec {
+    fn from(o: ConnectOptions) -> Self {
+        let tls_wanted = o.tls.unwrap_or(false)
+            || o.tls_ca.is_some()
+            || o.tls_cert.is_some()
+            || o.tls_servername.is_some()
+            || o.tls_reject_unauthorized.is_some();
+        let tls = tls_wanted.then(|| TlsSettings {
+            ca: o.tls_ca,
+            cert: o.tls_cert,
+            key: o.tls_key,
+            servername: o.tls_servername,
+            reject_unauthorized: o.tls_reject_unauthorized.unwrap_or(true),
+        });
+        EndpointSpec {
+            url: o.url,
+            host: o.host,
+            port: o.port,
+            db: o.db,
+            username: o.username,
+            password: o.password,
+            tls,
+            connect_timeout_ms: o.connect_timeout,
+            command_timeout_ms: o.command_timeout,
+        }
+    }
+}
+
+/// A handle on the shared connection for one endpoint.
+#[napi]
+pub struct RedisConnection {
+    inner: Arc<SharedConnection>,
+}
+
+#[napi]
+impl RedisConnection {
+    #[napi(constructor)]
+    pub fn new(options: ConnectOptions) -> napi::Result<Self> {
+        let endpoint = Endpoint::resolve(options.into()).map_err(to_napi)?;
+        Ok(RedisConnection { inner: SharedConnection::shared(endpoint) })
+    }
+
+    /// `host:port/db` of the endpoint (no credentials).
+    #[napi(getter)]
+    pub fn address(&self) -> String {
+        self.inner.endpoint().describe()
+    }
+
+    /// Tries to take `key` for `token`; `retries < 0` retries forever.
+    /// Resolves `true` when acquired, `false` when every attempt found it held.
+    #[napi]
+    pub async fn acquire(&self, key: String, token: String, ttl: f64, retries: f64, delay: f64) -> napi::Result<bool> {
+        let opts = AcquireOptions::from_numbers(ttl, retries, delay).map_err(to_napi)?;
+        let mut conn = self.inner.get().await.map_err(to_napi)?;
+        lock::acquire(&mut conn, &key, &token, &opts).await.map_err(to_napi)
+    }
+
+    /// Deletes `key` if it still holds `token`; `false` if it did not.
+    #[napi]
+    pub async fn release(&self, key: String, token: String) -> napi::Result<bool> {
+        let mut conn = self.inner.get().await.map_err(to_napi)?;
+        lock::release(&mut conn, &key, &token).await.map_err(to_napi)
+    }
+
+    /// Sets `key`'s TTL to `ms` if it still holds `token`; `false` if not.
+    #[napi]
+    pub async fn extend(&self, key: String, token: String, ms: f64) -> napi::Result<bool> {
+        let ms = lock::positive_int(ms).ok_or_else(|| {
+            to_napi(CoreError::InvalidArgument(format!(
+                "Invalid extension {ms}: expected a positive integer number of milliseconds"
+            )))
+        })?;
+        let mut conn = self.inner.get().await.map_err(to_napi)?;
+        lock::extend(&mut conn, &key, &token, ms).await.map_err(to_napi)
+    }
+}
+
+/// A fresh random lock token (UUID v4).
+#[napi(catch_unwind)]
+pub fn new_token() -> String {
+    lock::new_token()
+}
