@@ -1,0 +1,83 @@
+'use strict'
+
+/**
+ * Starts and stops throwaway `redis-server` processes for the tests, on free
+ * ports, keeping nothing on disk. Only processes started here are stopped,
+ * by PID.
+ */
+
+const { spawn } = require('child_process')
+const net = require('net')
+
+/** A TCP port nothing listens on right now. */
+function freePort () {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer()
+    srv.unref()
+    srv.on('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+function waitForPort (port, timeoutMs) {
+  const deadline = Date.now() + timeoutMs
+  return new Promise((resolve, reject) => {
+    const attempt = () => {
+      const sock = net.connect(port, '127.0.0.1')
+      sock.once('connect', () => { sock.destroy(); resolve() })
+      sock.once('error', () => {
+        sock.destroy()
+        if (Date.now() > deadline) reject(new Error(`redis-server did not listen on ${port}`))
+        else setTimeout(attempt, 20)
+      })
+    }
+    attempt()
+  })
+}
+
+/**
+ * Starts `redis-server` with `--save '' --appendonly no` plus `args`.
+ * Resolves to {port, pid, url, stop(), restart()}.
+ */
+async function startRedis (options = {}) {
+  const port = options.port || await freePort()
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    '--daemonize', 'no', ...(options.args || [])]
+  let proc = null
+  const server = {
+    port,
+    get pid () { return proc && proc.pid },
+    url: `redis://127.0.0.1:${port}`,
+    async start () {
+      proc = spawn(options.bin || 'redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] })
+      let stderr = ''
+      proc.stderr.on('data', (d) => { stderr += d })
+      const exited = new Promise((resolve, reject) => proc.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${stderr}`))))
+      exited.catch(() => {})
+      await Promise.race([waitForPort(options.waitPort || port, 10000), exited])
+      return server
+    },
+    /** Stops this server (SIGKILL when `hard`), waiting for the process to go. */
+    stop (hard = false) {
+      const p = proc
+      proc = null
+      if (!p || p.exitCode !== null || p.signalCode !== null) return Promise.resolve()
+      return new Promise((resolve) => {
+        p.once('exit', () => resolve())
+        p.kill(hard ? 'SIGKILL' : 'SIGTERM')
+      })
+    },
+    async restart (pauseMs = 0) {
+      await server.stop()
+      if (pauseMs) await new Promise((resolve) => setTimeout(resolve, pauseMs))
+      return server.start()
+    }
+  }
+  await server.start()
+  return server
+}
+
+module.exports = { startRedis, freePort }
