@@ -8,7 +8,7 @@
 const { randomUUID } = require('crypto')
 const inspect = require('util').inspect
 const Promise = require('bluebird')
-const { RedisConnection } = require('../binding')
+const { RedisConnection } = require('./native')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
 const { connectOptionsFor } = require('./clients')
 

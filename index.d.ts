@@ -1,0 +1,134 @@
+// Type definitions for redislock-rs, the public API of redislock 1.3.0.
+// Hand-written; the generated native layer is typed in binding.d.ts.
+
+import Bluebird = require('bluebird')
+
+/** Per-lock settings. Missing ones come from the defaults (see `setDefaults`). */
+export interface LockOptions {
+  /** Time to live of the lock in Redis, in ms. Default 10000. */
+  timeout?: number
+  /** Extra attempts after the first one fails; `-1` retries until the lock is free. Default 0. */
+  retries?: number
+  /** Wait between attempts, in ms. Default 50. */
+  delay?: number
+}
+
+/** Certificate material as node's `tls` options take it. */
+export type TlsMaterial = string | Uint8Array | ReadonlyArray<string | Uint8Array>
+
+/** Node-style TLS settings for a `ConnectionOptions` object. */
+export interface TlsOptions {
+  /** CA bundle to trust instead of the built-in roots (PEM). */
+  ca?: TlsMaterial
+  /** Client certificate (PEM). */
+  cert?: TlsMaterial
+  /** Client private key (PEM). */
+  key?: TlsMaterial
+  /** Server name to verify (SNI). */
+  servername?: string
+  /** `false` turns certificate verification off. */
+  rejectUnauthorized?: boolean
+}
+
+/** Where to connect, when no client object is at hand. `url` is applied first; the other fields override it. */
+export interface ConnectionOptions {
+  /** A `redis://` or `rediss://` URL. */
+  url?: string
+  host?: string
+  port?: number
+  db?: number
+  /** Alias of `db`, as node_redis v4+ spells it. */
+  database?: number
+  username?: string
+  password?: string
+  /** `true` (or TLS settings) connects over TLS. */
+  tls?: boolean | TlsOptions
+  /** Bound on connecting, in ms (default 2000). */
+  connectTimeout?: number
+  /** Bound on one command's reply, in ms (default 2000). */
+  commandTimeout?: number
+}
+
+/**
+ * A Redis client object: node_redis v3 (`send_command`), node_redis v4+ or
+ * ioredis (`sendCommand`). Only its connection settings are read; redislock-rs
+ * talks to the same server over its own shared connection.
+ */
+export type RedisClientLike =
+  | { sendCommand(...args: any[]): unknown }
+  | { send_command(...args: any[]): unknown }
+
+/** What `createLock` accepts: a client object, a `redis://`/`rediss://` URL, or connection options. */
+export type RedisClient = RedisClientLike | string | ConnectionOptions
+
+/** A node-style callback: `null` on success, the lock error otherwise. */
+export type LockCallback = (err: Error | null) => void
+
+/** A lock on one key at a time, made by `createLock`. */
+export interface Lock {
+  /** Random token (UUID) identifying this lock's holder in Redis. */
+  readonly _id: string
+  /** Whether the lock is currently held. */
+  readonly _locked: boolean
+  /** The key held, or `null` while not held. */
+  readonly _key: string | null
+  /** Time to live in ms. */
+  timeout: number
+  /** Extra attempts after the first one; `-1` means until free. */
+  retries: number
+  /** Wait between attempts in ms. */
+  delay: number
+
+  /** Takes the lock on `key`. Rejects with `LockAcquisitionError`. */
+  acquire(key: string): Bluebird<void>
+  /** Takes the lock on `key`, calling back with `null` or a `LockAcquisitionError`. */
+  acquire(key: string, callback: LockCallback): Bluebird<void>
+
+  /** Releases the lock. Rejects with `LockReleaseError` (also when it had expired). */
+  release(): Bluebird<void>
+  /** Releases the lock, calling back with `null` or a `LockReleaseError`. */
+  release(callback: LockCallback): Bluebird<void>
+
+  /** Sets the lock's time to live to `time` ms. Rejects with `LockExtendError`. */
+  extend(time: number): Bluebird<void>
+  /** Sets the lock's time to live to `time` ms, calling back with `null` or a `LockExtendError`. */
+  extend(time: number, callback: LockCallback): Bluebird<void>
+}
+
+/** Options for the optional `cause` of a lock error. */
+export interface LockErrorOptions {
+  cause?: unknown
+}
+
+/** Raised when a lock could not be acquired (held elsewhere, already held, bad key, Redis failure). */
+export declare class LockAcquisitionError extends Error {
+  constructor(message?: string, options?: LockErrorOptions)
+  name: 'LockAcquisitionError'
+  /** The underlying Redis or connection error, when there was one. */
+  cause?: unknown
+}
+
+/** Raised when a lock could not be released (not held, had expired, Redis failure). */
+export declare class LockReleaseError extends Error {
+  constructor(message?: string, options?: LockErrorOptions)
+  name: 'LockReleaseError'
+  /** The underlying Redis or connection error, when there was one. */
+  cause?: unknown
+}
+
+/** Raised when a lock could not be extended (bad time, not held, had expired, Redis failure). */
+export declare class LockExtendError extends Error {
+  constructor(message?: string, options?: LockErrorOptions)
+  name: 'LockExtendError'
+  /** The underlying Redis or connection error, when there was one. */
+  cause?: unknown
+}
+
+/** A new, unlocked Lock using `client` (a Redis client, URL or connection options). */
+export declare function createLock(client: RedisClient, options?: LockOptions): Lock
+
+/** Sets the defaults for locks created afterwards; `null`/`undefined` fields are ignored. */
+export declare function setDefaults(options?: LockOptions | null): void
+
+/** The locks this process currently holds, in acquisition order. */
+export declare function getAcquiredLocks(): Lock[]
