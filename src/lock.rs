@@ -48,13 +48,25 @@ impl AcquireOptions {
                 "Invalid retries {retries}: expected an integer (-1 retries forever)"
             )));
         }
-        let retries = if retries < 0.0 { Retries::Forever } else { Retries::Count(retries.min(u64::MAX as f64) as u64) };
-        if !(delay_ms.is_finite() && delay_ms >= 0.0 && delay_ms.fract() == 0.0 && delay_ms <= MAX_MS as f64) {
+        let retries = if retries < 0.0 {
+            Retries::Forever
+        } else {
+            Retries::Count(retries.min(u64::MAX as f64) as u64)
+        };
+        if !(delay_ms.is_finite()
+            && delay_ms >= 0.0
+            && delay_ms.fract() == 0.0
+            && delay_ms <= MAX_MS as f64)
+        {
             return Err(Error::InvalidArgument(format!(
                 "Invalid delay {delay_ms}: the retry delay must be a non-negative integer number of milliseconds"
             )));
         }
-        Ok(AcquireOptions { ttl_ms, retries, delay: Duration::from_millis(delay_ms as u64) })
+        Ok(AcquireOptions {
+            ttl_ms,
+            retries,
+            delay: Duration::from_millis(delay_ms as u64),
+        })
     }
 }
 
@@ -65,15 +77,28 @@ pub fn positive_int(x: f64) -> Option<u64> {
 
 fn check_key(key: &str) -> Result<()> {
     if key.is_empty() {
-        return Err(Error::InvalidArgument("Invalid lock key \"\": the key must be a non-empty string".into()));
+        return Err(Error::InvalidArgument(
+            "Invalid lock key \"\": the key must be a non-empty string".into(),
+        ));
     }
     Ok(())
 }
 
 /// One `SET key token PX ttl NX`. `true` when the lock was taken.
-pub async fn try_acquire<C: ConnectionLike>(conn: &mut C, key: &str, token: &str, ttl_ms: u64) -> Result<bool> {
-    let reply: redis::RedisResult<Value> =
-        redis::cmd("SET").arg(key).arg(token).arg("PX").arg(ttl_ms).arg("NX").query_async(conn).await;
+pub async fn try_acquire<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+    ttl_ms: u64,
+) -> Result<bool> {
+    let reply: redis::RedisResult<Value> = redis::cmd("SET")
+        .arg(key)
+        .arg(token)
+        .arg("PX")
+        .arg(ttl_ms)
+        .arg("NX")
+        .query_async(conn)
+        .await;
     match reply {
         Ok(Value::Okay) => Ok(true),
         Ok(Value::SimpleString(s)) if s == "OK" => Ok(true),
@@ -88,14 +113,28 @@ pub async fn try_acquire<C: ConnectionLike>(conn: &mut C, key: &str, token: &str
 ///
 /// A `SET` that timed out may still have landed: before reporting the
 /// timeout, the token is released on a best-effort basis.
-pub async fn acquire<C: ConnectionLike>(conn: &mut C, key: &str, token: &str, opts: &AcquireOptions) -> Result<bool> {
+pub async fn acquire<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+    opts: &AcquireOptions,
+) -> Result<bool> {
     check_key(key)?;
     if opts.ttl_ms == 0 || opts.ttl_ms > MAX_MS {
-        return Err(Error::InvalidArgument(format!("Invalid timeout {}", opts.ttl_ms)));
+        return Err(Error::InvalidArgument(format!(
+            "Invalid timeout {}",
+            opts.ttl_ms
+        )));
     }
     let mut left = opts.retries;
     loop {
-        match try_acquire(conn, key, token, opts.ttl_ms).await {
+        let mut attempt = try_acquire(conn, key, token, opts.ttl_ms).await;
+        if matches!(attempt, Err(Error::Connection(_))) {
+            // The connection broke (e.g. Redis restarted); the manager is
+            // reconnecting. Try once more on the new connection.
+            attempt = retry_acquire(conn, key, token, opts.ttl_ms).await;
+        }
+        match attempt {
             Ok(true) => return Ok(true),
             Ok(false) => {}
             Err(err @ Error::Timeout(_)) => {
@@ -113,6 +152,26 @@ pub async fn acquire<C: ConnectionLike>(conn: &mut C, key: &str, token: &str, op
     }
 }
 
+/// A second `SET NX` after a broken connection. The first one may have
+/// landed before the connection broke, so a held key that carries our own
+/// token counts as acquired.
+async fn retry_acquire<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+    ttl_ms: u64,
+) -> Result<bool> {
+    if try_acquire(conn, key, token, ttl_ms).await? {
+        return Ok(true);
+    }
+    let holder: Option<String> = redis::cmd("GET")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .map_err(|e| Error::from_redis(&e))?;
+    Ok(holder.as_deref() == Some(token))
+}
+
 /// The pause between two attempts. One place, so that waking on a release
 /// announcement can later race this sleep.
 async fn wait_before_retry(delay: Duration) {
@@ -125,6 +184,15 @@ async fn wait_before_retry(delay: Duration) {
 /// taken by someone else) and nothing was deleted.
 pub async fn release<C: ConnectionLike>(conn: &mut C, key: &str, token: &str) -> Result<bool> {
     check_key(key)?;
+    match release_once(conn, key, token).await {
+        // Broken connection: the manager reconnects; one more try. If the
+        // first try did delete the key, this one reports it gone (`false`).
+        Err(Error::Connection(_)) => release_once(conn, key, token).await,
+        other => other,
+    }
+}
+
+async fn release_once<C: ConnectionLike>(conn: &mut C, key: &str, token: &str) -> Result<bool> {
     let n: i64 = DEL_IF_EQUAL_SCRIPT
         .key(key)
         .arg(token)
@@ -135,13 +203,32 @@ pub async fn release<C: ConnectionLike>(conn: &mut C, key: &str, token: &str) ->
 }
 
 /// Sets `key`'s TTL to `ms` if it still holds `token`. `false`: it did not.
-pub async fn extend<C: ConnectionLike>(conn: &mut C, key: &str, token: &str, ms: u64) -> Result<bool> {
+pub async fn extend<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+    ms: u64,
+) -> Result<bool> {
     check_key(key)?;
     if ms == 0 || ms > MAX_MS {
         return Err(Error::InvalidArgument(format!(
             "Invalid extension {ms}: expected a positive integer number of milliseconds"
         )));
     }
+    match extend_once(conn, key, token, ms).await {
+        // Broken connection: one more try on the new connection (PEXPIRE
+        // to the same value is idempotent).
+        Err(Error::Connection(_)) => extend_once(conn, key, token, ms).await,
+        other => other,
+    }
+}
+
+async fn extend_once<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+    ms: u64,
+) -> Result<bool> {
     let n: i64 = PEXPIRE_IF_EQUAL_SCRIPT
         .key(key)
         .arg(token)
@@ -166,8 +253,18 @@ mod tests {
         let o = AcquireOptions::from_numbers(10000.0, 0.0, 50.0).unwrap();
         assert_eq!(o.retries, Retries::Count(0));
         assert_eq!(o.delay, Duration::from_millis(50));
-        assert_eq!(AcquireOptions::from_numbers(1.0, -1.0, 0.0).unwrap().retries, Retries::Forever);
-        assert_eq!(AcquireOptions::from_numbers(1.0, -7.0, 0.0).unwrap().retries, Retries::Forever);
+        assert_eq!(
+            AcquireOptions::from_numbers(1.0, -1.0, 0.0)
+                .unwrap()
+                .retries,
+            Retries::Forever
+        );
+        assert_eq!(
+            AcquireOptions::from_numbers(1.0, -7.0, 0.0)
+                .unwrap()
+                .retries,
+            Retries::Forever
+        );
     }
 
     #[test]
@@ -187,7 +284,9 @@ mod tests {
             let err = AcquireOptions::from_numbers(t, r, d).unwrap_err();
             assert!(matches!(err, Error::InvalidArgument(_)), "{t} {r} {d}");
         }
-        let msg = AcquireOptions::from_numbers(0.0, 0.0, 0.0).unwrap_err().to_string();
+        let msg = AcquireOptions::from_numbers(0.0, 0.0, 0.0)
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("timeout 0"), "{msg}");
     }
 

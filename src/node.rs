@@ -13,7 +13,10 @@ use crate::error::Error as CoreError;
 use crate::lock::{self, AcquireOptions};
 
 fn to_napi(err: CoreError) -> napi::Error {
-    napi::Error::new(Status::GenericFailure, format!("[{}] {}", err.code(), err.message()))
+    napi::Error::new(
+        Status::GenericFailure,
+        format!("[{}] {}", err.code(), err.message()),
+    )
 }
 
 /// Where to connect. Every field is optional; `url` is applied first and the
@@ -80,7 +83,9 @@ impl RedisConnection {
     #[napi(constructor)]
     pub fn new(options: ConnectOptions) -> napi::Result<Self> {
         let endpoint = Endpoint::resolve(options.into()).map_err(to_napi)?;
-        Ok(RedisConnection { inner: SharedConnection::shared(endpoint) })
+        Ok(RedisConnection {
+            inner: SharedConnection::shared(endpoint),
+        })
     }
 
     /// `host:port/db` of the endpoint (no credentials).
@@ -92,17 +97,28 @@ impl RedisConnection {
     /// Tries to take `key` for `token`; `retries < 0` retries forever.
     /// Resolves `true` when acquired, `false` when every attempt found it held.
     #[napi]
-    pub async fn acquire(&self, key: String, token: String, ttl: f64, retries: f64, delay: f64) -> napi::Result<bool> {
+    pub async fn acquire(
+        &self,
+        key: String,
+        token: String,
+        ttl: f64,
+        retries: f64,
+        delay: f64,
+    ) -> napi::Result<bool> {
         let opts = AcquireOptions::from_numbers(ttl, retries, delay).map_err(to_napi)?;
         let mut conn = self.inner.get().await.map_err(to_napi)?;
-        lock::acquire(&mut conn, &key, &token, &opts).await.map_err(to_napi)
+        lock::acquire(&mut conn, &key, &token, &opts)
+            .await
+            .map_err(to_napi)
     }
 
     /// Deletes `key` if it still holds `token`; `false` if it did not.
     #[napi]
     pub async fn release(&self, key: String, token: String) -> napi::Result<bool> {
         let mut conn = self.inner.get().await.map_err(to_napi)?;
-        lock::release(&mut conn, &key, &token).await.map_err(to_napi)
+        lock::release(&mut conn, &key, &token)
+            .await
+            .map_err(to_napi)
     }
 
     /// Sets `key`'s TTL to `ms` if it still holds `token`; `false` if not.
@@ -114,7 +130,9 @@ impl RedisConnection {
             )))
         })?;
         let mut conn = self.inner.get().await.map_err(to_napi)?;
-        lock::extend(&mut conn, &key, &token, ms).await.map_err(to_napi)
+        lock::extend(&mut conn, &key, &token, ms)
+            .await
+            .map_err(to_napi)
     }
 }
 

@@ -12,4 +12,5 @@ pub const DEL_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n 
 pub const PEXPIRE_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\nend\nreturn 0";
 
 pub static DEL_IF_EQUAL_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(DEL_IF_EQUAL));
-pub static PEXPIRE_IF_EQUAL_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(PEXPIRE_IF_EQUAL));
+pub static PEXPIRE_IF_EQUAL_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(PEXPIRE_IF_EQUAL));

@@ -1,0 +1,292 @@
+//! The core against a real `redis-server` this test starts on a free port.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redislock_rs::config::{Endpoint, EndpointSpec};
+use redislock_rs::connection::SharedConnection;
+use redislock_rs::error::Error;
+use redislock_rs::lock::{self, AcquireOptions, Retries};
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start() -> Server {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .expect("addr")
+            .port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Server { child, port }
+    }
+
+    fn endpoint(&self, db: i64) -> Endpoint {
+        Endpoint::resolve(EndpointSpec {
+            port: Some(u32::from(self.port)),
+            db: Some(db),
+            ..EndpointSpec::default()
+        })
+        .expect("endpoint")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn opts(ttl_ms: u64, retries: Retries, delay_ms: u64) -> AcquireOptions {
+    AcquireOptions {
+        ttl_ms,
+        retries,
+        delay: Duration::from_millis(delay_ms),
+    }
+}
+
+async fn raw(server: &Server, db: i64) -> redis::aio::MultiplexedConnection {
+    let client =
+        redis::Client::open(format!("redis://127.0.0.1:{}/{db}", server.port)).expect("client");
+    client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("raw connection")
+}
+
+#[tokio::test]
+async fn acquire_release_extend_round_trip() {
+    let server = Server::start();
+    let shared = SharedConnection::shared(server.endpoint(3));
+    let mut conn = shared.get().await.expect("connect");
+    let mut check = raw(&server, 3).await;
+    let token = lock::new_token();
+
+    assert!(
+        lock::acquire(&mut conn, "k", &token, &opts(10_000, Retries::Count(0), 50))
+            .await
+            .unwrap()
+    );
+    let stored: Option<String> = redis::cmd("GET")
+        .arg("k")
+        .query_async(&mut check)
+        .await
+        .unwrap();
+    assert_eq!(stored.as_deref(), Some(token.as_str()));
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("k")
+        .query_async(&mut check)
+        .await
+        .unwrap();
+    assert!(ttl > 9_000 && ttl <= 10_000, "ttl {ttl}");
+
+    // Someone else cannot take it, and their token releases nothing.
+    let other = lock::new_token();
+    assert!(
+        !lock::acquire(&mut conn, "k", &other, &opts(10_000, Retries::Count(0), 50))
+            .await
+            .unwrap()
+    );
+    assert!(!lock::release(&mut conn, "k", &other).await.unwrap());
+    assert!(!lock::extend(&mut conn, "k", &other, 50_000).await.unwrap());
+
+    assert!(lock::extend(&mut conn, "k", &token, 50_000).await.unwrap());
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("k")
+        .query_async(&mut check)
+        .await
+        .unwrap();
+    assert!(ttl > 49_000, "ttl after extend {ttl}");
+
+    assert!(lock::release(&mut conn, "k", &token).await.unwrap());
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg("k")
+        .query_async(&mut check)
+        .await
+        .unwrap();
+    assert_eq!(exists, 0);
+    assert!(!lock::release(&mut conn, "k", &token).await.unwrap());
+}
+
+#[tokio::test]
+async fn retries_are_counted_and_spaced_by_delay() {
+    let server = Server::start();
+    let shared = SharedConnection::shared(server.endpoint(0));
+    let mut conn = shared.get().await.expect("connect");
+    let holder = lock::new_token();
+    assert!(lock::acquire(
+        &mut conn,
+        "busy",
+        &holder,
+        &opts(10_000, Retries::Count(0), 0)
+    )
+    .await
+    .unwrap());
+
+    let mut check = raw(&server, 0).await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut check)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let got = lock::acquire(
+        &mut conn,
+        "busy",
+        &lock::new_token(),
+        &opts(10_000, Retries::Count(3), 40),
+    )
+    .await;
+    let waited = started.elapsed();
+    assert!(!got.unwrap());
+    assert!(
+        waited >= Duration::from_millis(120),
+        "3 delays of 40 ms, waited {waited:?}"
+    );
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut check)
+        .await
+        .unwrap();
+    assert!(
+        stats.contains("cmdstat_set:calls=4,"),
+        "4 attempts expected: {stats}"
+    );
+}
+
+#[tokio::test]
+async fn waiting_forever_gets_the_lock_once_released() {
+    let server = Server::start();
+    let shared = SharedConnection::shared(server.endpoint(0));
+    let mut conn = shared.get().await.expect("connect");
+    let holder = lock::new_token();
+    assert!(
+        lock::acquire(&mut conn, "w", &holder, &opts(10_000, Retries::Count(0), 0))
+            .await
+            .unwrap()
+    );
+
+    let mut waiter_conn = shared.get().await.expect("second handle");
+    let waiter = tokio::spawn(async move {
+        lock::acquire(
+            &mut waiter_conn,
+            "w",
+            &lock::new_token(),
+            &opts(10_000, Retries::Forever, 10),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiter.is_finished());
+    assert!(lock::release(&mut conn, "w", &holder).await.unwrap());
+    let got = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("waiter finished")
+        .expect("join");
+    assert!(got.unwrap());
+}
+
+#[tokio::test]
+async fn equal_endpoints_share_one_connection() {
+    let server = Server::start();
+    let a = SharedConnection::shared(server.endpoint(1));
+    let b = SharedConnection::shared(server.endpoint(1));
+    let c = SharedConnection::shared(server.endpoint(2));
+    assert!(Arc::ptr_eq(&a, &b));
+    assert!(!Arc::ptr_eq(&a, &c));
+}
+
+#[tokio::test]
+async fn unreachable_server_fails_fast_with_a_connection_error() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = Endpoint::resolve(EndpointSpec {
+        port: Some(u32::from(port)),
+        password: Some("topsecret".into()),
+        ..EndpointSpec::default()
+    })
+    .unwrap();
+    let shared = SharedConnection::shared(endpoint);
+    let started = Instant::now();
+    let err = match shared.get().await {
+        Ok(_) => panic!("connected to a closed port"),
+        Err(e) => e,
+    };
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(matches!(err, Error::Connection(_)), "{err:?}");
+    assert!(!err.message().contains("topsecret"));
+}
+
+#[tokio::test]
+async fn release_and_extend_survive_script_flush() {
+    let server = Server::start();
+    let shared = SharedConnection::shared(server.endpoint(0));
+    let mut conn = shared.get().await.expect("connect");
+    let mut check = raw(&server, 0).await;
+    let token = lock::new_token();
+    assert!(
+        lock::acquire(&mut conn, "f", &token, &opts(10_000, Retries::Count(0), 0))
+            .await
+            .unwrap()
+    );
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut check)
+        .await
+        .unwrap();
+    assert!(lock::extend(&mut conn, "f", &token, 20_000).await.unwrap());
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut check)
+        .await
+        .unwrap();
+    assert!(lock::release(&mut conn, "f", &token).await.unwrap());
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_errors_not_panics() {
+    let server = Server::start();
+    let shared = SharedConnection::shared(server.endpoint(0));
+    let mut conn = shared.get().await.expect("connect");
+    let err = lock::acquire(&mut conn, "", "t", &opts(100, Retries::Count(0), 0))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)));
+    let err = lock::acquire(&mut conn, "k", "t", &opts(0, Retries::Count(0), 0))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)));
+    let err = lock::extend(&mut conn, "k", "t", 0).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)));
+}
