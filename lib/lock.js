@@ -10,7 +10,7 @@ const inspect = require('util').inspect
 const Promise = require('bluebird')
 const { RedisConnection } = require('./native')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
-const { connectOptionsFor } = require('./clients')
+const { connectOptionsFor, CLIENT_KINDS } = require('./clients')
 
 // Hidden per-lock state: symbols stay out of Object.keys(lock).
 const kNative = Symbol('redislock-rs.connection')
@@ -22,9 +22,15 @@ const byUrl = new Map()
 
 function nativeFor (client) {
   const cache = typeof client === 'string' ? byUrl : (client !== null && typeof client === 'object' ? byClient : null)
-  let native = cache && cache.get(client)
+  let native = cache ? cache.get(client) : undefined
   if (native === undefined) {
-    native = new RedisConnection(connectOptionsFor(client))
+    const options = connectOptionsFor(client)
+    try {
+      native = new RedisConnection(options)
+    } catch (err) {
+      const why = String(err && err.message).replace(/^\[[A-Z_]+\] /, '')
+      throw new TypeError(`createLock expects ${CLIENT_KINDS}; got unusable settings: ${why}`, { cause: err })
+    }
     if (cache) cache.set(client, native)
   }
   return native

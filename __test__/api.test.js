@@ -1,0 +1,141 @@
+'use strict'
+
+/**
+ * redislock-rs on its own: the module surface, bad input (a clear error of
+ * the right class through the same promise/callback channel), an
+ * unreachable Redis, and the ESM entry point.
+ */
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const { startRedis, freePort } = require('./helpers/redis')
+const redislock = require('..')
+
+const { createLock, setDefaults, LockAcquisitionError, LockReleaseError, LockExtendError } = redislock
+
+let server
+
+before(async () => { server = await startRedis() })
+after(async () => { await server.stop() })
+
+test('exports exactly redislock\'s surface', () => {
+  assert.deepEqual(Object.keys(redislock).sort(), Object.keys(require('redislock')).sort())
+})
+
+test('ESM import gives the same functions', async () => {
+  const esm = await import('redislock-rs')
+  assert.equal(esm.createLock, createLock)
+  assert.equal(esm.LockExtendError, LockExtendError)
+  assert.equal(esm.default, redislock)
+})
+
+test('createLock rejects unusable clients with a TypeError that says what a client may be', () => {
+  for (const bad of [undefined, null, 42, true, 'localhost:6379', 'http://127.0.0.1:6379', [], { foo: 'bar' },
+    () => {}, { port: 'abc' }, { port: 70000 }, { url: 'mysql://x' }]) {
+    assert.throws(() => createLock(bad), (err) => {
+      assert.ok(err instanceof TypeError, `${String(bad)}: ${err}`)
+      assert.match(err.message, /node_redis .*ioredis .*redis:\/\/ .*options object/)
+      return true
+    }, `client ${JSON.stringify(bad)}`)
+  }
+})
+
+test('createLock rejects options that are not an object', () => {
+  assert.throws(() => createLock(server.url, 'fast'), TypeError)
+})
+
+test('keys that are not non-empty strings are rejected, naming the key', async () => {
+  const lock = createLock(server.url)
+  for (const key of [undefined, null, '', 42, {}, ['a'], Symbol('s')]) {
+    await assert.rejects(lock.acquire(key), (err) => {
+      assert.ok(err instanceof LockAcquisitionError)
+      assert.match(err.message, /^Invalid lock key .+: the key must be a non-empty string$/)
+      return true
+    })
+  }
+  assert.match(await lock.acquire(42).catch((e) => e.message), /key 42/)
+  assert.equal(lock._locked, false)
+})
+
+test('a timeout of zero or less is rejected at acquire with a message that says so', async () => {
+  for (const timeout of [0, -5, '0', 'abc']) {
+    const lock = createLock(server.url, { timeout })
+    await assert.rejects(lock.acquire('api:t'), (err) => {
+      assert.ok(err instanceof LockAcquisitionError)
+      assert.match(err.message, /^Invalid timeout -?\d+: the lock timeout must be a positive integer/)
+      return true
+    })
+    assert.equal(lock._locked, false)
+  }
+  setDefaults({ timeout: 'abc' })
+  try {
+    await assert.rejects(createLock(server.url).acquire('api:t'), /Invalid timeout NaN/)
+  } finally {
+    setDefaults({ timeout: 10000 })
+  }
+})
+
+test('a negative delay is rejected at acquire', async () => {
+  const lock = createLock(server.url, { delay: -5, retries: 1 })
+  await assert.rejects(lock.acquire('api:d'), (err) => err instanceof LockAcquisitionError && /Invalid delay -5/.test(err.message))
+})
+
+test('bad extend times are rejected with LockExtendError, the lock stays held', async () => {
+  const lock = createLock(server.url)
+  await lock.acquire('api:x')
+  for (const t of [0, -5, 1.5, '100', NaN, Infinity, 2 ** 60]) {
+    await assert.rejects(lock.extend(t), (err) => {
+      assert.ok(err instanceof LockExtendError, String(t))
+      assert.match(err.message, /^Int time is required to extend lock/)
+      return true
+    })
+  }
+  assert.equal(lock._locked, true)
+  await lock.release()
+})
+
+test('argument errors reach a callback too, exactly once', async () => {
+  const lock = createLock(server.url)
+  const seen = []
+  await new Promise((resolve) => lock.acquire('', (err, ...rest) => { seen.push([err, rest.length]); resolve() }))
+  await new Promise((resolve) => lock.extend(-1, (err) => { seen.push([err]); resolve() }))
+  await new Promise((resolve) => lock.release((err) => { seen.push([err]); resolve() }))
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.equal(seen.length, 3)
+  assert.ok(seen[0][0] instanceof LockAcquisitionError)
+  assert.ok(seen[1][0] instanceof LockExtendError)
+  assert.ok(seen[2][0] instanceof LockReleaseError)
+})
+
+test('an unreachable Redis gives LockAcquisitionError within a few seconds, with the cause', async () => {
+  const port = await freePort()
+  const lock = createLock({ host: '127.0.0.1', port, password: 'hunter2' })
+  const started = Date.now()
+  const err = await lock.acquire('api:u').catch((e) => e)
+  const took = Date.now() - started
+  assert.ok(err instanceof LockAcquisitionError, String(err))
+  assert.ok(took < 3000, `took ${took} ms`)
+  assert.ok(err.cause instanceof Error)
+  assert.equal(err.cause.code, 'ERR_REDIS_CONNECTION')
+  assert.doesNotMatch(err.message + err.cause.message + err.stack, /hunter2/)
+  assert.equal(lock._locked, false)
+})
+
+test('one acquire per lock at a time: a second concurrent acquire is refused', async () => {
+  const lock = createLock(server.url)
+  const first = lock.acquire('api:c1')
+  await assert.rejects(lock.acquire('api:c2'), /Lock already held/)
+  await first
+  assert.equal(lock._key, 'api:c1')
+  await lock.release()
+})
+
+test('tokens are random UUID v4', () => {
+  const ids = new Set()
+  for (let i = 0; i < 100; i++) {
+    const id = createLock(server.url)._id
+    assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    ids.add(id)
+  }
+  assert.equal(ids.size, 100)
+})
