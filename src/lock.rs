@@ -11,7 +11,7 @@ use redis::aio::ConnectionLike;
 use redis::Value;
 
 use crate::error::{Error, Result};
-use crate::scripts::{DEL_IF_EQUAL_SCRIPT, PEXPIRE_IF_EQUAL_SCRIPT};
+use crate::scripts::{DEL_IF_EQUAL, DEL_IF_EQUAL_SCRIPT, PEXPIRE_IF_EQUAL_SCRIPT};
 
 /// Longest TTL or extension accepted, in ms (JavaScript's safe integers).
 pub const MAX_MS: u64 = (1 << 53) - 1;
@@ -138,7 +138,7 @@ pub async fn acquire<C: ConnectionLike>(
             Ok(true) => return Ok(true),
             Ok(false) => {}
             Err(err @ Error::Timeout(_)) => {
-                let _ = release(conn, key, token).await;
+                let _ = release_after_timeout(conn, key, token).await;
                 return Err(err);
             }
             Err(err) => return Err(err),
@@ -170,6 +170,26 @@ async fn retry_acquire<C: ConnectionLike>(
         .await
         .map_err(|e| Error::from_redis(&e))?;
     Ok(holder.as_deref() == Some(token))
+}
+
+/// Best-effort clean-up after a `SET` that timed out: plain `EVAL` (not
+/// `EVALSHA`, whose NOSCRIPT fallback cannot run while Redis is stalled),
+/// queued on the same connection right behind the `SET`, so it runs after
+/// it even if Redis was merely slow.
+async fn release_after_timeout<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+) -> Result<bool> {
+    let n: i64 = redis::cmd("EVAL")
+        .arg(DEL_IF_EQUAL)
+        .arg(1)
+        .arg(key)
+        .arg(token)
+        .query_async(conn)
+        .await
+        .map_err(|e| Error::from_redis(&e))?;
+    Ok(n == 1)
 }
 
 /// The pause between two attempts. One place, so that waking on a release
