@@ -113,6 +113,22 @@ function fromIORedis (client) {
   return tlsFields(opts.tls, out)
 }
 
+const URL_TIMEOUTS = /[?&](connectTimeout|commandTimeout)=([^&#]*)/g
+
+/**
+ * `connectTimeout` / `commandTimeout` from a URL's query string
+ * (`redis://h:6379?commandTimeout=500`), into `out` unless already set there.
+ */
+function urlTimeouts (url, out) {
+  if (typeof url !== 'string') return out
+  for (const [, name, value] of url.matchAll(URL_TIMEOUTS)) {
+    let text = value
+    try { text = decodeURIComponent(value) } catch (_) {}
+    if (out[name] === undefined) out[name] = int(text)
+  }
+  return out
+}
+
 /** A plain `{host, port, db, username, password, tls}` (or `url`) object. */
 function fromOptions (value) {
   const has = OPTION_FIELDS.some((f) => value[f] !== undefined)
@@ -130,6 +146,7 @@ function fromOptions (value) {
     connectTimeout: int(value.connectTimeout),
     commandTimeout: int(value.commandTimeout)
   }
+  urlTimeouts(out.url, out)
   return tlsFields(value.tls, out)
 }
 
@@ -145,7 +162,7 @@ function connectOptionsFor (value) {
   let out
   if (typeof value === 'string') {
     if (!/^rediss?:\/\//.test(value)) throw invalidClient(value)
-    out = { url: value }
+    out = urlTimeouts(value, { url: value })
   } else if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw invalidClient(value)
   } else if (isClusterClient(value)) {

@@ -29,7 +29,13 @@ pub struct TlsSettings {
 
 impl Default for TlsSettings {
     fn default() -> Self {
-        TlsSettings { ca: None, cert: None, key: None, servername: None, reject_unauthorized: true }
+        TlsSettings {
+            ca: None,
+            cert: None,
+            key: None,
+            servername: None,
+            reject_unauthorized: true,
+        }
     }
 }
 
@@ -98,7 +104,9 @@ impl Endpoint {
         }
         if let Some(host) = spec.host {
             if host.is_empty() {
-                return Err(Error::InvalidArgument("Redis host must not be empty".into()));
+                return Err(Error::InvalidArgument(
+                    "Redis host must not be empty".into(),
+                ));
             }
             endpoint.host = host;
         }
@@ -106,11 +114,15 @@ impl Endpoint {
             endpoint.port = u16::try_from(port)
                 .ok()
                 .filter(|p| *p != 0)
-                .ok_or_else(|| Error::InvalidArgument(format!("Invalid Redis port {port}: expected 1-65535")))?;
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!("Invalid Redis port {port}: expected 1-65535"))
+                })?;
         }
         if let Some(db) = spec.db {
             if db < 0 {
-                return Err(Error::InvalidArgument(format!("Invalid Redis database {db}: expected 0 or more")));
+                return Err(Error::InvalidArgument(format!(
+                    "Invalid Redis database {db}: expected 0 or more"
+                )));
             }
             endpoint.db = db;
         }
@@ -140,20 +152,32 @@ impl Endpoint {
                 "Invalid Redis URL: expected redis://[[user]:password@]host[:port][/db] or rediss://...".into(),
             ));
         }
-        let info = url
-            .into_connection_info()
-            .map_err(|_| Error::InvalidArgument("Invalid Redis URL: it could not be parsed".into()))?;
+        let info = url.into_connection_info().map_err(|_| {
+            Error::InvalidArgument("Invalid Redis URL: it could not be parsed".into())
+        })?;
         match info.addr() {
             ConnectionAddr::Tcp(host, port) => {
                 self.host = strip_brackets(host);
                 self.port = *port;
             }
-            ConnectionAddr::TcpTls { host, port, insecure, .. } => {
+            ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure,
+                ..
+            } => {
                 self.host = strip_brackets(host);
                 self.port = *port;
-                self.tls = Some(TlsSettings { reject_unauthorized: !*insecure, ..TlsSettings::default() });
+                self.tls = Some(TlsSettings {
+                    reject_unauthorized: !*insecure,
+                    ..TlsSettings::default()
+                });
             }
-            _ => return Err(Error::InvalidArgument("Invalid Redis URL: unsupported address".into())),
+            _ => {
+                return Err(Error::InvalidArgument(
+                    "Invalid Redis URL: unsupported address".into(),
+                ))
+            }
         }
         let redis = info.redis_settings();
         self.db = redis.db();
@@ -173,7 +197,9 @@ impl Endpoint {
                 tls_params: None,
             },
         };
-        let mut redis = RedisConnectionInfo::default().set_db(self.db).set_skip_set_lib_name();
+        let mut redis = RedisConnectionInfo::default()
+            .set_db(self.db)
+            .set_skip_set_lib_name();
         if let Some(user) = &self.username {
             redis = redis.set_username(user);
         }
@@ -192,7 +218,10 @@ impl Endpoint {
     /// certificates when given.
     pub(crate) fn client(&self) -> Result<redis::Client> {
         let info = self.connection_info()?;
-        let custom_tls = self.tls.as_ref().filter(|t| t.ca.is_some() || t.cert.is_some() || t.key.is_some());
+        let custom_tls = self
+            .tls
+            .as_ref()
+            .filter(|t| t.ca.is_some() || t.cert.is_some() || t.key.is_some());
         let client = match custom_tls {
             None => redis::Client::open(info),
             Some(tls) => {
@@ -216,17 +245,22 @@ impl Endpoint {
             }
         };
         // The detail of a TLS/PEM parse error holds no credentials.
-        client.map_err(|e| Error::InvalidArgument(format!("Invalid Redis connection settings: {e}")))
+        client
+            .map_err(|e| Error::InvalidArgument(format!("Invalid Redis connection settings: {e}")))
     }
 }
 
 fn strip_brackets(host: &str) -> String {
-    host.trim_start_matches('[').trim_end_matches(']').to_owned()
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned()
 }
 
 fn positive_ms(ms: u32, name: &str) -> Result<Duration> {
     if ms == 0 {
-        return Err(Error::InvalidArgument(format!("Invalid {name} 0: expected a positive number of milliseconds")));
+        return Err(Error::InvalidArgument(format!(
+            "Invalid {name} 0: expected a positive number of milliseconds"
+        )));
     }
     Ok(Duration::from_millis(u64::from(ms)))
 }
@@ -236,7 +270,10 @@ mod tests {
     use super::*;
 
     fn spec_url(url: &str) -> EndpointSpec {
-        EndpointSpec { url: Some(url.into()), ..EndpointSpec::default() }
+        EndpointSpec {
+            url: Some(url.into()),
+            ..EndpointSpec::default()
+        }
     }
 
     #[test]
@@ -268,7 +305,11 @@ mod tests {
 
     #[test]
     fn fields_override_url() {
-        let spec = EndpointSpec { port: Some(7001), db: Some(2), ..spec_url("redis://h:7000/1") };
+        let spec = EndpointSpec {
+            port: Some(7001),
+            db: Some(2),
+            ..spec_url("redis://h:7000/1")
+        };
         let e = Endpoint::resolve(spec).unwrap();
         assert_eq!((e.port, e.db), (7001, 2));
     }
@@ -280,20 +321,39 @@ mod tests {
             assert!(matches!(err, Error::InvalidArgument(_)), "{url}");
             assert!(!err.message().contains("hunter2"), "{}", err.message());
         }
-        let bad_port = EndpointSpec { port: Some(70000), ..EndpointSpec::default() };
+        let bad_port = EndpointSpec {
+            port: Some(70000),
+            ..EndpointSpec::default()
+        };
         assert!(Endpoint::resolve(bad_port).is_err());
-        let bad_db = EndpointSpec { db: Some(-1), ..EndpointSpec::default() };
+        let bad_db = EndpointSpec {
+            db: Some(-1),
+            ..EndpointSpec::default()
+        };
         assert!(Endpoint::resolve(bad_db).is_err());
-        let bad_timeout = EndpointSpec { command_timeout_ms: Some(0), ..EndpointSpec::default() };
+        let bad_timeout = EndpointSpec {
+            command_timeout_ms: Some(0),
+            ..EndpointSpec::default()
+        };
         assert!(Endpoint::resolve(bad_timeout).is_err());
     }
 
     #[test]
     fn equal_settings_make_equal_endpoints() {
         let a = Endpoint::resolve(spec_url("redis://127.0.0.1:6390/3")).unwrap();
-        let b = Endpoint::resolve(EndpointSpec { port: Some(6390), db: Some(3), ..EndpointSpec::default() }).unwrap();
+        let b = Endpoint::resolve(EndpointSpec {
+            port: Some(6390),
+            db: Some(3),
+            ..EndpointSpec::default()
+        })
+        .unwrap();
         assert_eq!(a, b);
-        let c = Endpoint::resolve(EndpointSpec { port: Some(6390), db: Some(4), ..EndpointSpec::default() }).unwrap();
+        let c = Endpoint::resolve(EndpointSpec {
+            port: Some(6390),
+            db: Some(4),
+            ..EndpointSpec::default()
+        })
+        .unwrap();
         assert_ne!(a, c);
     }
 }

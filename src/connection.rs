@@ -2,39 +2,94 @@
 //!
 //! Every lock naming the same server, database and credentials uses the same
 //! [`SharedConnection`]. It opens a `redis::aio::ConnectionManager` lazily on
-//! first use (bounded by the connect timeout), and the manager reconnects on
-//! its own after the server restarts. A failed first connect is retried by
-//! the next call.
+//! first use (bounded by the connect timeout). The manager reconnects on its
+//! own when the server closes the socket; on top of that, any command that
+//! fails at the connection level (I/O error, dropped socket, *timeout*)
+//! retires the manager it went through, and the next call opens a fresh one.
+//! That also heals what the manager alone does not: a half-open socket (a
+//! cable pulled, a firewall dropping packets) where every command would
+//! otherwise time out until the OS gives up on the socket, minutes later.
+//!
+//! Connecting is single-flight: every call that arrives while a connect is in
+//! progress awaits that same attempt, and shares its failure, so a dead
+//! server costs each caller at most one connect timeout.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::{Arc, LazyLock, Mutex, Once, Weak};
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use tokio::sync::OnceCell;
+use futures_util::future::{BoxFuture, FutureExt, Shared};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
 use crate::config::Endpoint;
 use crate::error::{Error, Result};
 
+type Connecting = Shared<BoxFuture<'static, Result<ConnectionManager>>>;
+
+/// The current connection attempt (or established manager) for one endpoint.
+struct Slot {
+    /// Bumped each time the current manager is retired.
+    generation: u64,
+    current: Option<Connecting>,
+}
+
 pub struct SharedConnection {
     endpoint: Endpoint,
-    manager: OnceCell<ConnectionManager>,
+    slot: Arc<Mutex<Slot>>,
 }
 
 static REGISTRY: LazyLock<Mutex<HashMap<Endpoint, Weak<SharedConnection>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
+/// rustls needs a process-wide crypto provider; pick ring once. An
+/// embedding application that installed its own first keeps it.
+fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+fn lock_slot(slot: &Mutex<Slot>) -> std::sync::MutexGuard<'_, Slot> {
+    // A poisoned mutex only means another thread panicked while holding it;
+    // the slot is two plain fields and always consistent.
+    slot.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Forgets the manager of `generation` if it is still the current one.
+fn retire(slot: &Mutex<Slot>, generation: u64) {
+    let mut slot = lock_slot(slot);
+    if slot.generation == generation {
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.current = None;
+    }
+}
+
+/// An error after which the connection it went through is not trusted again.
+fn breaks_connection(err: &redis::RedisError) -> bool {
+    err.is_timeout()
+        || err.is_io_error()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.is_unrecoverable_error()
+}
+
 impl SharedConnection {
     /// The connection for `endpoint`, shared with every other holder of an
     /// equal endpoint. Never blocks on I/O.
     pub fn shared(endpoint: Endpoint) -> Arc<SharedConnection> {
-        // A poisoned registry only means another thread panicked while
-        // holding it; the map itself is still consistent.
         let mut registry = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(existing) = registry.get(&endpoint).and_then(Weak::upgrade) {
             return existing;
         }
         registry.retain(|_, weak| weak.strong_count() > 0);
-        let conn = Arc::new(SharedConnection { endpoint: endpoint.clone(), manager: OnceCell::new() });
+        let conn = Arc::new(SharedConnection {
+            endpoint: endpoint.clone(),
+            slot: Arc::new(Mutex::new(Slot {
+                generation: 0,
+                current: None,
+            })),
+        });
         registry.insert(endpoint, Arc::downgrade(&conn));
         conn
     }
@@ -49,39 +104,113 @@ impl SharedConnection {
         &self.endpoint
     }
 
-    /// A handle on the multiplexed connection; cheap to clone.
-    pub async fn get(&self) -> Result<ConnectionManager> {
-        if let Some(manager) = self.manager.get() {
-            return Ok(manager.clone());
+    /// A handle on the multiplexed connection; cheap to clone. Connects (or
+    /// joins the connect already under way) when there is no live manager.
+    pub async fn get(&self) -> Result<Conn> {
+        let (generation, connecting) = {
+            let mut slot = lock_slot(&self.slot);
+            let connecting = match &slot.current {
+                Some(c) => c.clone(),
+                None => {
+                    let c = connect(self.endpoint.clone()).boxed().shared();
+                    slot.current = Some(c.clone());
+                    c
+                }
+            };
+            (slot.generation, connecting)
+        };
+        match connecting.await {
+            Ok(manager) => Ok(Conn {
+                manager,
+                slot: Arc::clone(&self.slot),
+                generation,
+            }),
+            Err(e) => {
+                // The next call tries again instead of replaying this failure.
+                retire(&self.slot, generation);
+                Err(e)
+            }
         }
-        let manager = self.manager.get_or_try_init(|| self.connect()).await?;
-        Ok(manager.clone())
+    }
+}
+
+async fn connect(endpoint: Endpoint) -> Result<ConnectionManager> {
+    if endpoint.tls.is_some() {
+        install_crypto_provider();
+    }
+    let client = endpoint.client()?;
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(endpoint.connect_timeout))
+        .set_response_timeout(Some(endpoint.command_timeout))
+        .set_number_of_retries(2)
+        .set_min_delay(std::time::Duration::from_millis(50))
+        .set_max_delay(std::time::Duration::from_millis(500));
+    let connecting = ConnectionManager::new_with_config(client, config);
+    // The manager retries a refused first connect itself; bound the whole
+    // thing so a dead server fails fast.
+    match tokio::time::timeout(endpoint.connect_timeout, connecting).await {
+        Ok(Ok(manager)) => Ok(manager),
+        Ok(Err(e)) => Err(Error::Connection(format!(
+            "Redis connection to {} failed: {}",
+            endpoint.describe(),
+            e
+        ))),
+        Err(_) => Err(Error::Connection(format!(
+            "Redis connection to {} timed out after {} ms",
+            endpoint.describe(),
+            endpoint.connect_timeout.as_millis()
+        ))),
+    }
+}
+
+/// One caller's handle on the shared manager. A command that fails at the
+/// connection level retires the manager, so the next [`SharedConnection::get`]
+/// connects afresh. Commands sent through this handle keep using the same
+/// socket, in order (an acquire's clean-up release queues behind its `SET`).
+pub struct Conn {
+    manager: ConnectionManager,
+    slot: Arc<Mutex<Slot>>,
+    generation: u64,
+}
+
+impl Conn {
+    fn observe<T>(&self, result: &RedisResult<T>) {
+        if let Err(e) = result {
+            if breaks_connection(e) {
+                retire(&self.slot, self.generation);
+            }
+        }
+    }
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        async move {
+            let result = self.manager.req_packed_command(cmd).await;
+            self.observe(&result);
+            result
+        }
+        .boxed()
     }
 
-    async fn connect(&self) -> Result<ConnectionManager> {
-        let endpoint = &self.endpoint;
-        let client = endpoint.client()?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(endpoint.connect_timeout))
-            .set_response_timeout(Some(endpoint.command_timeout))
-            .set_number_of_retries(2)
-            .set_min_delay(std::time::Duration::from_millis(50))
-            .set_max_delay(std::time::Duration::from_millis(500));
-        let connecting = ConnectionManager::new_with_config(client, config);
-        // The manager retries a refused first connect itself; bound the
-        // whole thing so a dead server fails fast.
-        match tokio::time::timeout(endpoint.connect_timeout, connecting).await {
-            Ok(Ok(manager)) => Ok(manager),
-            Ok(Err(e)) => Err(Error::Connection(format!(
-                "Redis connection to {} failed: {}",
-                endpoint.describe(),
-                e
-            ))),
-            Err(_) => Err(Error::Connection(format!(
-                "Redis connection to {} timed out after {} ms",
-                endpoint.describe(),
-                endpoint.connect_timeout.as_millis()
-            ))),
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        async move {
+            let result = self
+                .manager
+                .req_packed_commands(pipeline, offset, count)
+                .await;
+            self.observe(&result);
+            result
         }
+        .boxed()
+    }
+
+    fn get_db(&self) -> i64 {
+        self.manager.get_db()
     }
 }

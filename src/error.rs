@@ -21,7 +21,10 @@ pub enum Error {
 impl Error {
     pub fn message(&self) -> &str {
         match self {
-            Error::InvalidArgument(m) | Error::Connection(m) | Error::Timeout(m) | Error::Redis(m) => m,
+            Error::InvalidArgument(m)
+            | Error::Connection(m)
+            | Error::Timeout(m)
+            | Error::Redis(m) => m,
         }
     }
 
