@@ -1,0 +1,49 @@
+'use strict'
+
+/**
+ * The addon holds nothing that keeps Node's event loop alive: a script that
+ * acquires, releases and quits its client exits on its own, promptly, also
+ * when Redis is unreachable.
+ */
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const { spawn } = require('child_process')
+const path = require('path')
+const { startRedis, freePort } = require('./helpers/redis')
+
+let server
+before(async () => { server = await startRedis() })
+after(async () => { await server.stop() })
+
+function runScript (kind, port) {
+  return new Promise((resolve) => {
+    const started = Date.now()
+    const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'exit-script.js'), kind, String(port)])
+    let out = ''
+    child.stdout.on('data', (d) => { out += d })
+    child.stderr.on('data', (d) => { out += d })
+    const killer = setTimeout(() => child.kill('SIGKILL'), 15000)
+    child.on('exit', (code, signal) => {
+      clearTimeout(killer)
+      resolve({ code, signal, out: out.trim(), ms: Date.now() - started })
+    })
+  })
+}
+
+for (const kind of ['redis3', 'ioredis', 'redis', 'url']) {
+  test(`exits on its own after acquire/release with a ${kind} client`, async () => {
+    const r = await runScript(kind, server.port)
+    assert.equal(r.signal, null, `killed after ${r.ms} ms: ${r.out}`)
+    assert.equal(r.code, 0, r.out)
+    assert.equal(r.out, 'released')
+    assert.ok(r.ms < 10000, `took ${r.ms} ms`)
+  })
+}
+
+test('exits on its own after failing against an unreachable Redis', async () => {
+  const r = await runScript('url', await freePort())
+  assert.equal(r.signal, null, `killed after ${r.ms} ms: ${r.out}`)
+  assert.equal(r.code, 0, r.out)
+  assert.equal(r.out, 'failed: LockAcquisitionError')
+})
