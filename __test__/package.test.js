@@ -86,7 +86,8 @@ describe('npm/ platform packages', () => {
 
   test('main package: scripts, files and exports', () => {
     assert.equal(pkg.scripts.artifacts, 'napi artifacts')
-    assert.equal(pkg.scripts.version, 'napi version')
+    // `npm version` commits only what is staged: the script stages npm/*/package.json
+    assert.equal(pkg.scripts.version, 'napi version && git add npm')
     assert.equal(pkg.scripts.prepublishOnly, 'napi prepublish -t npm')
     assert.match(pkg.scripts.build, /^napi build --platform --release --js binding\.js --dts binding\.d\.ts/)
     assert.deepEqual(pkg.files.sort(), ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'lib/'])
