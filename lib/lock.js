@@ -123,7 +123,7 @@ class Lock {
    * with LockExtendError; on "had expired" the lock is marked released.
    */
   extend (time, fn) {
-    if (!time || time !== parseInt(time, 10)) {
+    if (typeof time !== 'number' || !time || time !== parseInt(time, 10)) {
       return rejected(new LockExtendError('Int time is required to extend lock'), fn)
     }
     if (time < 0 || time > Number.MAX_SAFE_INTEGER) {
