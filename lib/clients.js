@@ -159,6 +159,25 @@ function isClusterClient (client) {
  * The `ConnectOptions` for `value`, or a TypeError saying what a client may be.
  */
 function connectOptionsFor (value) {
+  try {
+    return readConnectOptions(value)
+  } catch (err) {
+    if (err instanceof TypeError) throw err
+    // A getter or proxy on the user's object threw: still a bad client.
+    throw new TypeError(`createLock expects ${CLIENT_KINDS}; reading the client's settings threw: ${
+      safeMessage(err)}`, { cause: err })
+  }
+}
+
+function safeMessage (err) {
+  try {
+    return err && typeof err.message === 'string' ? err.message : typeof err
+  } catch (_) {
+    return 'an exception'
+  }
+}
+
+function readConnectOptions (value) {
   let out
   if (typeof value === 'string') {
     if (!/^rediss?:\/\//.test(value)) throw invalidClient(value)
