@@ -9,6 +9,21 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/**
+ * Receives finished operations: `onDone(codes, errors)` is called on the
+ * JavaScript thread with each code `id << 2 | 0 (false) / 1 (true) / 2
+ * (error: its message is the next one in errors)`.
+ */
+export declare class Completer {
+  constructor(onDone: (arg: DoneArgs) => void)
+  /** `acquire` as operation `id`; see `RedisConnection::acquire`. */
+  acquire(conn: RedisConnection, id: number, key: string, token: string, ttl: number, retries: number, delay: number): void
+  /** `release` as operation `id`; see `RedisConnection::release`. */
+  release(conn: RedisConnection, id: number, key: string, token: string): void
+  /** `extend` as operation `id`; see `RedisConnection::extend`. */
+  extend(conn: RedisConnection, id: number, key: string, token: string, ms: number): void
+}
+
 /** A handle on the shared connection for one endpoint. */
 export declare class RedisConnection {
   constructor(options: ConnectOptions)

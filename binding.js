@@ -835,5 +835,6 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.Completer = nativeBinding.Completer
 module.exports.RedisConnection = nativeBinding.RedisConnection
 module.exports.newToken = nativeBinding.newToken

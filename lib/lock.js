@@ -8,7 +8,7 @@
 const { randomUUID } = require('crypto')
 const inspect = require('util').inspect
 const Promise = require('bluebird')
-const { RedisConnection } = require('./native')
+const { RedisConnection, Completer } = require('./native')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
 const { connectOptionsFor, CLIENT_KINDS } = require('./clients')
 
@@ -34,6 +34,81 @@ function nativeFor (client) {
     if (cache) cache.set(client, native)
   }
   return native
+}
+
+// ---- The native hot path: one synchronous native call per operation, its
+// outcome delivered in batches to onDone (see Completer in src/node.rs).
+// Each pending operation is a slot: [kind, lock, key, resolve, reject].
+const OP_ACQUIRE = 0
+const OP_RELEASE = 1
+const OP_EXTEND = 2
+const slots = []
+const freeIds = []
+let inflight = 0
+// Pending operations keep Node alive through this timer, ref'd only while
+// some are in flight; the native side holds nothing that does.
+const keepAlive = setInterval(function () {}, 0x7fffffff)
+keepAlive.unref()
+let completer = null
+
+function onDone (codes, errors) {
+  let e = 0
+  const n = codes.length
+  inflight -= n
+  if (inflight === 0) keepAlive.unref()
+  for (let i = 0; i < n; i++) {
+    const code = codes[i]
+    const id = code >>> 2
+    const slot = slots[id]
+    slots[id] = undefined
+    freeIds.push(id)
+    const outcome = code & 3
+    settle(slot, outcome === 1, outcome === 2 ? new Error(errors[e++]) : null)
+  }
+}
+
+function settle (slot, done, err) {
+  const lock = slot[1]
+  const key = slot[2]
+  switch (slot[0]) {
+    case OP_ACQUIRE:
+      lock[kBusy] = false
+      if (err) return slot[4](wrapError(err, LockAcquisitionError))
+      if (!done) return slot[4](new LockAcquisitionError('Could not acquire lock on "' + key + '"'))
+      lock._locked = true
+      lock._key = key
+      Lock._acquiredLocks.set(lock._id, lock)
+      return slot[3]()
+    case OP_RELEASE:
+      if (err) return slot[4](wrapError(err, LockReleaseError))
+      lock._locked = false
+      lock._key = null
+      Lock._acquiredLocks.delete(lock._id)
+      if (!done) return slot[4](new LockReleaseError('Lock on "' + key + '" had expired'))
+      return slot[3]()
+    default:
+      if (err) return slot[4](wrapError(err, LockExtendError))
+      if (done) return slot[3]()
+      lock._locked = false
+      lock._key = null
+      Lock._acquiredLocks.delete(lock._id)
+      return slot[4](new LockExtendError('Lock on "' + key + '" had expired'))
+  }
+}
+
+/** Starts operation `kind` and returns its Bluebird promise; `start(id)` makes the native call. */
+function pending (kind, lock, key, start) {
+  if (completer === null) completer = new Completer(onDone)
+  const id = freeIds.length > 0 ? freeIds.pop() : slots.length
+  const slot = [kind, lock, key, null, null]
+  const p = new Promise(function (resolve, reject) {
+    slot[3] = resolve
+    slot[4] = reject
+  })
+  slots[id] = slot
+  start(id)
+  if (inflight++ === 0) keepAlive.ref()
+  return p
 }
 
 function rejected (err, fn) {
@@ -81,18 +156,11 @@ class Lock {
         `Invalid lock key ${describeKey(key)}: the key must be a non-empty string`), fn)
     }
     this[kBusy] = true
+    const native = this[kNative]
     const lock = this
-    const p = Promise.resolve(this[kNative].acquire(key, this._id, this.timeout, this.retries, this.delay))
-      .then(function (acquired) {
-        lock[kBusy] = false
-        if (!acquired) throw new LockAcquisitionError('Could not acquire lock on "' + key + '"')
-        lock._locked = true
-        lock._key = key
-        Lock._acquiredLocks.set(lock._id, lock)
-      }, function (err) {
-        lock[kBusy] = false
-        throw wrapError(err, LockAcquisitionError)
-      })
+    const p = pending(OP_ACQUIRE, this, key, function (id) {
+      completer.acquire(native, id, key, lock._id, lock.timeout, lock.retries, lock.delay)
+    })
     return fn === undefined ? p : p.nodeify(fn)
   }
 
@@ -104,17 +172,12 @@ class Lock {
     if (!this._locked) {
       return rejected(new LockReleaseError('Lock has not been acquired'), fn)
     }
+    const native = this[kNative]
     const lock = this
     const key = this._key
-    const p = Promise.resolve(this[kNative].release(key, this._id))
-      .then(function (released) {
-        lock._locked = false
-        lock._key = null
-        Lock._acquiredLocks.delete(lock._id)
-        if (!released) throw new LockReleaseError('Lock on "' + key + '" had expired')
-      }, function (err) {
-        throw wrapError(err, LockReleaseError)
-      })
+    const p = pending(OP_RELEASE, this, key, function (id) {
+      completer.release(native, id, key, lock._id)
+    })
     return fn === undefined ? p : p.nodeify(fn)
   }
 
@@ -133,18 +196,12 @@ class Lock {
     if (!this._locked) {
       return rejected(new LockExtendError('Lock has not been acquired'), fn)
     }
+    const native = this[kNative]
     const lock = this
     const key = this._key
-    const p = Promise.resolve(this[kNative].extend(key, this._id, time))
-      .then(function (extended) {
-        if (extended) return
-        lock._locked = false
-        lock._key = null
-        Lock._acquiredLocks.delete(lock._id)
-        throw new LockExtendError('Lock on "' + key + '" had expired')
-      }, function (err) {
-        throw wrapError(err, LockExtendError)
-      })
+    const p = pending(OP_EXTEND, this, key, function (id) {
+      completer.extend(native, id, key, lock._id, time)
+    })
     return fn === undefined ? p : p.nodeify(fn)
   }
 }
