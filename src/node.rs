@@ -237,15 +237,52 @@ impl CompleterShared {
     {
         let this = Arc::clone(self);
         match runtime() {
-            Some(rt) => {
-                rt.spawn(async move { this.finish(id, op.await) });
-            }
+            Some(rt) => INBOX.submit(rt, Box::pin(async move { this.finish(id, op.await) })),
             None => this.finish(
                 id,
                 Err(napi::Error::from_reason(
                     "[ERR_RUNTIME] could not start the Tokio runtime thread",
                 )),
             ),
+        }
+    }
+}
+
+type Job = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Operations submitted from the JavaScript thread, handed to the runtime
+/// thread in batches: waking that thread costs a syscall and a context
+/// switch, so it is woken once per batch, not once per operation.
+struct Inbox {
+    jobs: Mutex<Vec<Job>>,
+    /// A drain task is spawned and has not yet taken the jobs.
+    scheduled: AtomicBool,
+}
+
+static INBOX: Inbox = Inbox {
+    jobs: Mutex::new(Vec::new()),
+    scheduled: AtomicBool::new(false),
+};
+
+impl Inbox {
+    fn submit(&'static self, rt: &tokio::runtime::Handle, job: Job) {
+        self.jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(job);
+        if !self.scheduled.swap(true, Ordering::AcqRel) {
+            rt.spawn(self.drain());
+        }
+    }
+
+    /// Runs on the runtime thread: spawns every queued job locally.
+    async fn drain(&'static self) {
+        // Clear the flag before taking, so a job queued after the take
+        // schedules a new drain instead of being stranded.
+        self.scheduled.store(false, Ordering::Release);
+        let jobs = std::mem::take(&mut *self.jobs.lock().unwrap_or_else(|p| p.into_inner()));
+        for job in jobs {
+            tokio::spawn(job);
         }
     }
 }
