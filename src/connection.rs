@@ -21,10 +21,11 @@ use futures_util::future::{BoxFuture, FutureExt, Shared};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
+use crate::batch::Batcher;
 use crate::config::Endpoint;
 use crate::error::{Error, Result};
 
-type Connecting = Shared<BoxFuture<'static, Result<ConnectionManager>>>;
+type Connecting = Shared<BoxFuture<'static, Result<Arc<Batcher>>>>;
 
 /// The current connection attempt (or established manager) for one endpoint.
 struct Slot {
@@ -120,8 +121,8 @@ impl SharedConnection {
             (slot.generation, connecting)
         };
         match connecting.await {
-            Ok(manager) => Ok(Conn {
-                manager,
+            Ok(link) => Ok(Conn {
+                link,
                 slot: Arc::clone(&self.slot),
                 generation,
             }),
@@ -134,7 +135,7 @@ impl SharedConnection {
     }
 }
 
-async fn connect(endpoint: Endpoint) -> Result<ConnectionManager> {
+async fn connect(endpoint: Endpoint) -> Result<Arc<Batcher>> {
     if endpoint.tls.is_some() {
         install_crypto_provider();
     }
@@ -149,7 +150,7 @@ async fn connect(endpoint: Endpoint) -> Result<ConnectionManager> {
     // The manager retries a refused first connect itself; bound the whole
     // thing so a dead server fails fast.
     match tokio::time::timeout(endpoint.connect_timeout, connecting).await {
-        Ok(Ok(manager)) => Ok(manager),
+        Ok(Ok(manager)) => Ok(Batcher::new(manager)),
         Ok(Err(e)) => Err(Error::Connection(format!(
             "Redis connection to {} failed: {}",
             endpoint.describe(),
@@ -168,7 +169,7 @@ async fn connect(endpoint: Endpoint) -> Result<ConnectionManager> {
 /// connects afresh. Commands sent through this handle keep using the same
 /// socket, in order (an acquire's clean-up release queues behind its `SET`).
 pub struct Conn {
-    manager: ConnectionManager,
+    link: Arc<Batcher>,
     slot: Arc<Mutex<Slot>>,
     generation: u64,
 }
@@ -186,7 +187,7 @@ impl Conn {
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         async move {
-            let result = self.manager.req_packed_command(cmd).await;
+            let result = self.link.send(cmd).await;
             self.observe(&result);
             result
         }
@@ -200,10 +201,8 @@ impl ConnectionLike for Conn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         async move {
-            let result = self
-                .manager
-                .req_packed_commands(pipeline, offset, count)
-                .await;
+            let mut manager = self.link.manager().clone();
+            let result = manager.req_packed_commands(pipeline, offset, count).await;
             self.observe(&result);
             result
         }
@@ -211,6 +210,6 @@ impl ConnectionLike for Conn {
     }
 
     fn get_db(&self) -> i64 {
-        self.manager.get_db()
+        self.link.manager().get_db()
     }
 }

@@ -4,6 +4,7 @@
 //! JavaScript; `node` is the thin napi surface over it, built with the
 //! default `node` feature.
 
+mod batch;
 pub mod config;
 pub mod connection;
 pub mod error;
