@@ -29,15 +29,6 @@ export declare class RedisConnection {
   constructor(options: ConnectOptions)
   /** `host:port/db` of the endpoint (no credentials). */
   get address(): string
-  /**
-   * Tries to take `key` for `token`; `retries < 0` retries forever.
-   * Resolves `true` when acquired, `false` when every attempt found it held.
-   */
-  acquire(key: string, token: string, ttl: number, retries: number, delay: number): Promise<boolean>
-  /** Deletes `key` if it still holds `token`; `false` if it did not. */
-  release(key: string, token: string): Promise<boolean>
-  /** Sets `key`'s TTL to `ms` if it still holds `token`; `false` if not. */
-  extend(key: string, token: string, ms: number): Promise<boolean>
 }
 
 /**
@@ -65,6 +56,3 @@ export interface ConnectOptions {
   /** Bound on one command's reply, in ms (default 2000). */
   commandTimeout?: number
 }
-
-/** A fresh random lock token (UUID v4). */
-export declare function newToken(): string

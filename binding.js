@@ -837,4 +837,3 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.Completer = nativeBinding.Completer
 module.exports.RedisConnection = nativeBinding.RedisConnection
-module.exports.newToken = nativeBinding.newToken

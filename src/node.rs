@@ -98,53 +98,6 @@ impl RedisConnection {
     pub fn address(&self) -> String {
         self.inner.endpoint().describe()
     }
-
-    /// Tries to take `key` for `token`; `retries < 0` retries forever.
-    /// Resolves `true` when acquired, `false` when every attempt found it held.
-    #[napi]
-    pub async fn acquire(
-        &self,
-        key: String,
-        token: String,
-        ttl: f64,
-        retries: f64,
-        delay: f64,
-    ) -> napi::Result<bool> {
-        let opts = AcquireOptions::from_numbers(ttl, retries, delay).map_err(to_napi)?;
-        let mut conn = self.inner.get().await.map_err(to_napi)?;
-        lock::acquire(&mut conn, &key, &token, &opts)
-            .await
-            .map_err(to_napi)
-    }
-
-    /// Deletes `key` if it still holds `token`; `false` if it did not.
-    #[napi]
-    pub async fn release(&self, key: String, token: String) -> napi::Result<bool> {
-        let mut conn = self.inner.get().await.map_err(to_napi)?;
-        lock::release(&mut conn, &key, &token)
-            .await
-            .map_err(to_napi)
-    }
-
-    /// Sets `key`'s TTL to `ms` if it still holds `token`; `false` if not.
-    #[napi]
-    pub async fn extend(&self, key: String, token: String, ms: f64) -> napi::Result<bool> {
-        let ms = lock::positive_int(ms).ok_or_else(|| {
-            to_napi(CoreError::InvalidArgument(format!(
-                "Invalid extension {ms}: expected a positive integer number of milliseconds"
-            )))
-        })?;
-        let mut conn = self.inner.get().await.map_err(to_napi)?;
-        lock::extend(&mut conn, &key, &token, ms)
-            .await
-            .map_err(to_napi)
-    }
-}
-
-/// A fresh random lock token (UUID v4).
-#[napi(catch_unwind)]
-pub fn new_token() -> String {
-    lock::new_token()
 }
 
 // ---------------------------------------------------------------------------
