@@ -8,7 +8,8 @@
 const { randomUUID } = require('crypto')
 const inspect = require('util').inspect
 const Promise = require('bluebird')
-const { RedisConnection, Completer } = require('./native')
+const { RedisConnection } = require('./native')
+const { start } = require('./operations')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
 const { connectOptionsFor, CLIENT_KINDS } = require('./clients')
 
@@ -36,79 +37,37 @@ function nativeFor (client) {
   return native
 }
 
-// ---- The native hot path: one synchronous native call per operation, its
-// outcome delivered in batches to onDone (see Completer in src/node.rs).
-// Each pending operation is a slot: [kind, lock, key, resolve, reject].
-const OP_ACQUIRE = 0
-const OP_RELEASE = 1
-const OP_EXTEND = 2
-const slots = []
-const freeIds = []
-let inflight = 0
-// Pending operations keep Node alive through this timer, ref'd only while
-// some are in flight; the native side holds nothing that does.
-const keepAlive = setInterval(function () {}, 0x7fffffff)
-keepAlive.unref()
-let completer = null
+// What each operation's outcome does to the lock (see operations.js).
 
-function onDone (codes, errors) {
-  let e = 0
-  const n = codes.length
-  inflight -= n
-  if (inflight === 0) keepAlive.unref()
-  for (let i = 0; i < n; i++) {
-    const code = codes[i]
-    const id = code >>> 2
-    const slot = slots[id]
-    slots[id] = undefined
-    freeIds.push(id)
-    const outcome = code & 3
-    settle(slot, outcome === 1, outcome === 2 ? new Error(errors[e++]) : null)
-  }
+function settleAcquire (lock, key, acquired, err, resolve, reject) {
+  lock[kBusy] = false
+  if (err) return reject(wrapError(err, LockAcquisitionError))
+  if (!acquired) return reject(new LockAcquisitionError('Could not acquire lock on "' + key + '"'))
+  lock._locked = true
+  lock._key = key
+  Lock._acquiredLocks.set(lock._id, lock)
+  resolve()
 }
 
-function settle (slot, done, err) {
-  const lock = slot[1]
-  const key = slot[2]
-  switch (slot[0]) {
-    case OP_ACQUIRE:
-      lock[kBusy] = false
-      if (err) return slot[4](wrapError(err, LockAcquisitionError))
-      if (!done) return slot[4](new LockAcquisitionError('Could not acquire lock on "' + key + '"'))
-      lock._locked = true
-      lock._key = key
-      Lock._acquiredLocks.set(lock._id, lock)
-      return slot[3]()
-    case OP_RELEASE:
-      if (err) return slot[4](wrapError(err, LockReleaseError))
-      lock._locked = false
-      lock._key = null
-      Lock._acquiredLocks.delete(lock._id)
-      if (!done) return slot[4](new LockReleaseError('Lock on "' + key + '" had expired'))
-      return slot[3]()
-    default:
-      if (err) return slot[4](wrapError(err, LockExtendError))
-      if (done) return slot[3]()
-      lock._locked = false
-      lock._key = null
-      Lock._acquiredLocks.delete(lock._id)
-      return slot[4](new LockExtendError('Lock on "' + key + '" had expired'))
-  }
+function settleRelease (lock, key, released, err, resolve, reject) {
+  if (err) return reject(wrapError(err, LockReleaseError))
+  forget(lock)
+  if (!released) return reject(new LockReleaseError('Lock on "' + key + '" had expired'))
+  resolve()
 }
 
-/** Starts operation `kind` and returns its Bluebird promise; `start(id)` makes the native call. */
-function pending (kind, lock, key, start) {
-  if (completer === null) completer = new Completer(onDone)
-  const id = freeIds.length > 0 ? freeIds.pop() : slots.length
-  const slot = [kind, lock, key, null, null]
-  const p = new Promise(function (resolve, reject) {
-    slot[3] = resolve
-    slot[4] = reject
-  })
-  slots[id] = slot
-  start(id)
-  if (inflight++ === 0) keepAlive.ref()
-  return p
+function settleExtend (lock, key, extended, err, resolve, reject) {
+  if (err) return reject(wrapError(err, LockExtendError))
+  if (extended) return resolve()
+  forget(lock)
+  reject(new LockExtendError('Lock on "' + key + '" had expired'))
+}
+
+/** Marks `lock` as not held. */
+function forget (lock) {
+  lock._locked = false
+  lock._key = null
+  Lock._acquiredLocks.delete(lock._id)
 }
 
 function rejected (err, fn) {
@@ -156,10 +115,9 @@ class Lock {
         `Invalid lock key ${describeKey(key)}: the key must be a non-empty string`), fn)
     }
     this[kBusy] = true
-    const native = this[kNative]
     const lock = this
-    const p = pending(OP_ACQUIRE, this, key, function (id) {
-      completer.acquire(native, id, key, lock._id, lock.timeout, lock.retries, lock.delay)
+    const p = start(settleAcquire, this, key, function (completer, id) {
+      completer.acquire(lock[kNative], id, key, lock._id, lock.timeout, lock.retries, lock.delay)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -172,11 +130,10 @@ class Lock {
     if (!this._locked) {
       return rejected(new LockReleaseError('Lock has not been acquired'), fn)
     }
-    const native = this[kNative]
     const lock = this
     const key = this._key
-    const p = pending(OP_RELEASE, this, key, function (id) {
-      completer.release(native, id, key, lock._id)
+    const p = start(settleRelease, this, key, function (completer, id) {
+      completer.release(lock[kNative], id, key, lock._id)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -196,11 +153,10 @@ class Lock {
     if (!this._locked) {
       return rejected(new LockExtendError('Lock has not been acquired'), fn)
     }
-    const native = this[kNative]
     const lock = this
     const key = this._key
-    const p = pending(OP_EXTEND, this, key, function (id) {
-      completer.extend(native, id, key, lock._id, time)
+    const p = start(settleExtend, this, key, function (completer, id) {
+      completer.extend(lock[kNative], id, key, lock._id, time)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }
