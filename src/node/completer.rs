@@ -10,9 +10,11 @@
 //! so nothing here keeps Node alive.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use futures_util::FutureExt;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{
     ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode,
@@ -101,7 +103,19 @@ impl CompleterShared {
     {
         let this = Arc::clone(self);
         match runtime() {
-            Some(rt) => INBOX.submit(rt, Box::pin(async move { this.finish(id, op.await) })),
+            Some(rt) => INBOX.submit(
+                rt,
+                Box::pin(async move {
+                    // A panic inside an operation must still settle its
+                    // promise, or JavaScript would wait forever.
+                    let outcome = AssertUnwindSafe(op).catch_unwind().await.unwrap_or_else(|_| {
+                        Err(napi::Error::from_reason(
+                            "[ERR_INTERNAL] redislock-rs hit an internal error (a Rust panic, caught); please report it",
+                        ))
+                    });
+                    this.finish(id, outcome)
+                }),
+            ),
             None => this.finish(
                 id,
                 Err(napi::Error::from_reason(
@@ -161,7 +175,7 @@ pub struct Completer {
 
 #[napi]
 impl Completer {
-    #[napi(constructor)]
+    #[napi(constructor, catch_unwind)]
     pub fn new(on_done: Function<DoneArgs, ()>) -> napi::Result<Self> {
         let queue = Arc::new(Queue::default());
         let for_js = Arc::clone(&queue);
@@ -179,7 +193,7 @@ impl Completer {
     }
 
     /// `acquire` as operation `id`; see `RedisConnection::acquire`.
-    #[napi]
+    #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn acquire(
         &self,
@@ -202,7 +216,7 @@ impl Completer {
     }
 
     /// `release` as operation `id`; see `RedisConnection::release`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn release(&self, conn: &RedisConnection, id: u32, key: String, token: String) {
         let inner = Arc::clone(&conn.inner);
         self.shared.run(id, async move {
@@ -212,7 +226,7 @@ impl Completer {
     }
 
     /// `extend` as operation `id`; see `RedisConnection::extend`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn extend(&self, conn: &RedisConnection, id: u32, key: String, token: String, ms: f64) {
         let inner = Arc::clone(&conn.inner);
         self.shared.run(id, async move {

@@ -84,7 +84,7 @@ pub struct RedisConnection {
 
 #[napi]
 impl RedisConnection {
-    #[napi(constructor)]
+    #[napi(constructor, catch_unwind)]
     pub fn new(options: ConnectOptions) -> napi::Result<Self> {
         let endpoint = Endpoint::resolve(options.into()).map_err(to_napi)?;
         Ok(RedisConnection {
@@ -93,7 +93,7 @@ impl RedisConnection {
     }
 
     /// `host:port/db` of the endpoint (no credentials).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn address(&self) -> String {
         self.inner.endpoint().describe()
     }
