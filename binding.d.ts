@@ -16,19 +16,17 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class Completer {
   constructor(onDone: (arg: DoneArgs) => void)
-  /** `acquire` as operation `id`; see `RedisConnection::acquire`. */
+  /** `acquire` as operation `id` (see `lock::acquire`): `true` when held. */
   acquire(conn: RedisConnection, id: number, key: string, token: string, ttl: number, retries: number, delay: number): void
-  /** `release` as operation `id`; see `RedisConnection::release`. */
+  /** `release` as operation `id` (see `lock::release`): `false` when not ours. */
   release(conn: RedisConnection, id: number, key: string, token: string): void
-  /** `extend` as operation `id`; see `RedisConnection::extend`. */
+  /** `extend` as operation `id` (see `lock::extend`): `false` when not ours. */
   extend(conn: RedisConnection, id: number, key: string, token: string, ms: number): void
 }
 
 /** A handle on the shared connection for one endpoint. */
 export declare class RedisConnection {
   constructor(options: ConnectOptions)
-  /** `host:port/db` of the endpoint (no credentials). */
-  get address(): string
 }
 
 /**

@@ -95,16 +95,6 @@ impl SharedConnection {
         conn
     }
 
-    /// Number of live shared connections (for tests and diagnostics).
-    pub fn live_count() -> usize {
-        let registry = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
-        registry.values().filter(|w| w.strong_count() > 0).count()
-    }
-
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
     /// A handle on the multiplexed connection; cheap to clone. Connects (or
     /// joins the connect already under way) when there is no live manager.
     pub async fn get(&self) -> Result<Conn> {

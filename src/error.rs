@@ -16,6 +16,8 @@ pub enum Error {
     Timeout(String),
     /// Redis answered with an error, or the connection broke mid-command.
     Redis(String),
+    /// A bug or a broken environment on our side (a caught panic, no runtime).
+    Internal(String),
 }
 
 impl Error {
@@ -24,7 +26,8 @@ impl Error {
             Error::InvalidArgument(m)
             | Error::Connection(m)
             | Error::Timeout(m)
-            | Error::Redis(m) => m,
+            | Error::Redis(m)
+            | Error::Internal(m) => m,
         }
     }
 
@@ -35,10 +38,11 @@ impl Error {
             Error::Connection(_) => "ERR_REDIS_CONNECTION",
             Error::Timeout(_) => "ERR_REDIS_TIMEOUT",
             Error::Redis(_) => "ERR_REDIS",
+            Error::Internal(_) => "ERR_INTERNAL",
         }
     }
 
-    pub(crate) fn from_redis(err: &redis::RedisError) -> Self {
+    fn from_redis(err: &redis::RedisError) -> Self {
         let text = err.to_string();
         if err.is_timeout() {
             Error::Timeout(format!("Redis command timed out: {text}"))
@@ -57,5 +61,11 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl From<redis::RedisError> for Error {
+    fn from(err: redis::RedisError) -> Self {
+        Error::from_redis(&err)
+    }
+}
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -37,11 +37,7 @@ pub struct AcquireOptions {
 impl AcquireOptions {
     /// Builds options from redislock's numbers: `retries < 0` waits forever.
     pub fn from_numbers(ttl_ms: f64, retries: f64, delay_ms: f64) -> Result<Self> {
-        let ttl_ms = positive_int(ttl_ms).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "Invalid timeout {ttl_ms}: the lock timeout must be a positive integer number of milliseconds"
-            ))
-        })?;
+        let ttl_ms = positive_int(ttl_ms).ok_or_else(|| invalid_timeout(ttl_ms))?;
         let whole = retries == f64::NEG_INFINITY || (retries.is_finite() && retries.fract() == 0.0);
         if !whole {
             return Err(Error::InvalidArgument(format!(
@@ -75,6 +71,23 @@ pub fn positive_int(x: f64) -> Option<u64> {
     (x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x <= MAX_MS as f64).then_some(x as u64)
 }
 
+/// An extension from JavaScript's number: an integer in 1..=MAX_MS.
+pub fn extension_from_number(ms: f64) -> Result<u64> {
+    positive_int(ms).ok_or_else(|| invalid_extension(ms))
+}
+
+fn invalid_timeout(ttl_ms: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!(
+        "Invalid timeout {ttl_ms}: the lock timeout must be a positive integer number of milliseconds"
+    ))
+}
+
+fn invalid_extension(ms: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!(
+        "Invalid extension {ms}: expected a positive integer number of milliseconds"
+    ))
+}
+
 fn check_key(key: &str) -> Result<()> {
     if key.is_empty() {
         return Err(Error::InvalidArgument(
@@ -104,7 +117,7 @@ pub async fn try_acquire<C: ConnectionLike>(
         Ok(Value::SimpleString(s)) if s == "OK" => Ok(true),
         Ok(Value::Nil) => Ok(false),
         Ok(other) => Err(Error::Redis(format!("Unexpected reply to SET: {other:?}"))),
-        Err(e) => Err(Error::from_redis(&e)),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -121,10 +134,7 @@ pub async fn acquire<C: ConnectionLike>(
 ) -> Result<bool> {
     check_key(key)?;
     if opts.ttl_ms == 0 || opts.ttl_ms > MAX_MS {
-        return Err(Error::InvalidArgument(format!(
-            "Invalid timeout {}",
-            opts.ttl_ms
-        )));
+        return Err(invalid_timeout(opts.ttl_ms));
     }
     let mut left = opts.retries;
     loop {
@@ -164,11 +174,7 @@ async fn retry_acquire<C: ConnectionLike>(
     if try_acquire(conn, key, token, ttl_ms).await? {
         return Ok(true);
     }
-    let holder: Option<String> = redis::cmd("GET")
-        .arg(key)
-        .query_async(conn)
-        .await
-        .map_err(|e| Error::from_redis(&e))?;
+    let holder: Option<String> = redis::cmd("GET").arg(key).query_async(conn).await?;
     Ok(holder.as_deref() == Some(token))
 }
 
@@ -187,8 +193,7 @@ async fn release_after_timeout<C: ConnectionLike>(
         .arg(key)
         .arg(token)
         .query_async(conn)
-        .await
-        .map_err(|e| Error::from_redis(&e))?;
+        .await?;
     Ok(n == 1)
 }
 
@@ -204,22 +209,11 @@ async fn wait_before_retry(delay: Duration) {
 /// taken by someone else) and nothing was deleted.
 pub async fn release<C: ConnectionLike>(conn: &mut C, key: &str, token: &str) -> Result<bool> {
     check_key(key)?;
-    match release_once(conn, key, token).await {
-        // Broken connection: the manager reconnects; one more try. If the
-        // first try did delete the key, this one reports it gone (`false`).
-        Err(Error::Connection(_)) => release_once(conn, key, token).await,
-        other => other,
-    }
-}
-
-async fn release_once<C: ConnectionLike>(conn: &mut C, key: &str, token: &str) -> Result<bool> {
-    let n: i64 = DEL_IF_EQUAL_SCRIPT
-        .key(key)
-        .arg(token)
-        .invoke_async(conn)
-        .await
-        .map_err(|e| Error::from_redis(&e))?;
-    Ok(n == 1)
+    let mut call = DEL_IF_EQUAL_SCRIPT.prepare_invoke();
+    call.key(key).arg(token);
+    // If a first try that broke did delete the key, the retry reports it
+    // gone (`false`).
+    compare_and_act(conn, &call).await
 }
 
 /// Sets `key`'s TTL to `ms` if it still holds `token`. `false`: it did not.
@@ -231,32 +225,27 @@ pub async fn extend<C: ConnectionLike>(
 ) -> Result<bool> {
     check_key(key)?;
     if ms == 0 || ms > MAX_MS {
-        return Err(Error::InvalidArgument(format!(
-            "Invalid extension {ms}: expected a positive integer number of milliseconds"
-        )));
+        return Err(invalid_extension(ms));
     }
-    match extend_once(conn, key, token, ms).await {
-        // Broken connection: one more try on the new connection (PEXPIRE
-        // to the same value is idempotent).
-        Err(Error::Connection(_)) => extend_once(conn, key, token, ms).await,
-        other => other,
-    }
+    let mut call = PEXPIRE_IF_EQUAL_SCRIPT.prepare_invoke();
+    call.key(key).arg(token).arg(ms);
+    // PEXPIRE to the same value is idempotent, so a retry is harmless.
+    compare_and_act(conn, &call).await
 }
 
-async fn extend_once<C: ConnectionLike>(
+/// Runs one of the compare-and-act scripts (EVALSHA, reloaded on
+/// NOSCRIPT): `true` when it acted (replied 1). If the connection broke
+/// under it, tries once more: the broken connection has been retired or is
+/// reconnecting, so the second try goes over a fresh one.
+async fn compare_and_act<C: ConnectionLike>(
     conn: &mut C,
-    key: &str,
-    token: &str,
-    ms: u64,
+    call: &redis::ScriptInvocation<'_>,
 ) -> Result<bool> {
-    let n: i64 = PEXPIRE_IF_EQUAL_SCRIPT
-        .key(key)
-        .arg(token)
-        .arg(ms)
-        .invoke_async(conn)
-        .await
-        .map_err(|e| Error::from_redis(&e))?;
-    Ok(n == 1)
+    let mut reply: Result<i64> = call.invoke_async(conn).await.map_err(Error::from);
+    if matches!(reply, Err(Error::Connection(_))) {
+        reply = call.invoke_async(conn).await.map_err(Error::from);
+    }
+    Ok(reply? == 1)
 }
 
 /// A fresh random lock token (UUID v4: 122 random bits).

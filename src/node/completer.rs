@@ -21,8 +21,8 @@ use napi::threadsafe_function::{
 };
 use napi_derive::napi;
 
-use super::{to_napi, RedisConnection};
-use crate::error::Error as CoreError;
+use super::{wire_message, RedisConnection};
+use crate::error::{Error as CoreError, Result};
 use crate::lock::{self, AcquireOptions};
 
 /// Completion codes, packed with the operation id as `id << 2 | code`.
@@ -49,49 +49,68 @@ fn runtime() -> Option<&'static tokio::runtime::Handle> {
     .as_ref()
 }
 
-#[derive(Default)]
-struct Batch {
-    codes: Vec<u32>,
-    errors: Vec<String>,
-}
-
-#[derive(Default)]
-struct Queue {
-    batch: Mutex<Batch>,
-    /// A wake-up is queued and has not yet taken the batch.
+/// Items handed from one thread to another in batches. The sender wakes
+/// the receiver only for the first item of a batch: a wake-up costs a
+/// syscall and a context switch, so it is paid once per batch, not once per
+/// item. Used both ways: submitted jobs to the I/O thread ([`INBOX`]) and
+/// finished operations to JavaScript ([`CompleterShared::done`]).
+struct Mailbox<T> {
+    items: Mutex<T>,
+    /// The receiver has been woken and has not yet taken the items.
     scheduled: AtomicBool,
 }
 
-impl Queue {
-    fn take(&self) -> Batch {
-        self.scheduled.store(false, Ordering::Release);
-        std::mem::take(&mut *self.batch.lock().unwrap_or_else(|p| p.into_inner()))
+impl<T: Default> Mailbox<T> {
+    const fn new(items: T) -> Self {
+        Mailbox {
+            items: Mutex::new(items),
+            scheduled: AtomicBool::new(false),
+        }
     }
+
+    /// Adds to the batch with `put`; `true` when the caller must wake the
+    /// receiver.
+    fn post(&self, put: impl FnOnce(&mut T)) -> bool {
+        // Poisoning only means a panic elsewhere; the items stay consistent.
+        put(&mut self.items.lock().unwrap_or_else(|p| p.into_inner()));
+        !self.scheduled.swap(true, Ordering::AcqRel)
+    }
+
+    /// Takes the batch. Clears the flag first, so an item posted after the
+    /// take wakes the receiver again instead of being stranded.
+    fn take(&self) -> T {
+        self.scheduled.store(false, Ordering::Release);
+        std::mem::take(&mut *self.items.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Finished operations, as JavaScript receives them.
+#[derive(Default)]
+struct Done {
+    codes: Vec<u32>,
+    errors: Vec<String>,
 }
 
 type DoneArgs = FnArgs<(Vec<u32>, Vec<String>)>;
 type Waker = ThreadsafeFunction<(), (), DoneArgs, Status, false, true>;
 
 struct CompleterShared {
-    queue: Arc<Queue>,
+    done: Arc<Mailbox<Done>>,
     waker: Waker,
 }
 
 impl CompleterShared {
-    fn finish(&self, id: u32, outcome: napi::Result<bool>) {
-        {
-            let mut batch = self.queue.batch.lock().unwrap_or_else(|p| p.into_inner());
-            match outcome {
-                Ok(done) => batch
-                    .codes
-                    .push(id << 2 | if done { DONE_TRUE } else { DONE_FALSE }),
-                Err(err) => {
-                    batch.codes.push(id << 2 | DONE_ERROR);
-                    batch.errors.push(err.reason.clone());
-                }
+    fn finish(&self, id: u32, outcome: Result<bool>) {
+        let wake = self.done.post(|done| match outcome {
+            Ok(acted) => done
+                .codes
+                .push(id << 2 | if acted { DONE_TRUE } else { DONE_FALSE }),
+            Err(err) => {
+                done.codes.push(id << 2 | DONE_ERROR);
+                done.errors.push(wire_message(&err));
             }
-        }
-        if !self.queue.scheduled.swap(true, Ordering::AcqRel) {
+        });
+        if wake {
             self.waker.call((), ThreadsafeFunctionCallMode::NonBlocking);
         }
     }
@@ -99,69 +118,37 @@ impl CompleterShared {
     /// Runs `op` on the runtime and reports its outcome as operation `id`.
     fn run<F>(self: &Arc<Self>, id: u32, op: F)
     where
-        F: Future<Output = napi::Result<bool>> + Send + 'static,
+        F: Future<Output = Result<bool>> + Send + 'static,
     {
         let this = Arc::clone(self);
-        match runtime() {
-            Some(rt) => INBOX.submit(
-                rt,
-                Box::pin(async move {
-                    // A panic inside an operation must still settle its
-                    // promise, or JavaScript would wait forever.
-                    let outcome = AssertUnwindSafe(op).catch_unwind().await.unwrap_or_else(|_| {
-                        Err(napi::Error::from_reason(
-                            "[ERR_INTERNAL] redislock-rs hit an internal error (a Rust panic, caught); please report it",
-                        ))
-                    });
-                    this.finish(id, outcome)
-                }),
-            ),
-            None => this.finish(
-                id,
-                Err(napi::Error::from_reason(
-                    "[ERR_RUNTIME] could not start the Tokio runtime thread",
-                )),
-            ),
+        let Some(rt) = runtime() else {
+            let why = "could not start the Tokio runtime thread";
+            return this.finish(id, Err(CoreError::Internal(why.into())));
+        };
+        let job: Job = Box::pin(async move {
+            // A panic inside an operation must still settle its promise, or
+            // JavaScript would wait forever.
+            let outcome = AssertUnwindSafe(op).catch_unwind().await.unwrap_or_else(|_| {
+                let why = "redislock-rs hit an internal error (a Rust panic, caught); please report it";
+                Err(CoreError::Internal(why.into()))
+            });
+            this.finish(id, outcome)
+        });
+        if INBOX.post(|jobs| jobs.push(job)) {
+            rt.spawn(drain_inbox());
         }
     }
 }
 
 type Job = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Operations submitted from the JavaScript thread, handed to the runtime
-/// thread in batches: waking that thread costs a syscall and a context
-/// switch, so it is woken once per batch, not once per operation.
-struct Inbox {
-    jobs: Mutex<Vec<Job>>,
-    /// A drain task is spawned and has not yet taken the jobs.
-    scheduled: AtomicBool,
-}
+/// Operations submitted from the JavaScript thread, for the I/O thread.
+static INBOX: Mailbox<Vec<Job>> = Mailbox::new(Vec::new());
 
-static INBOX: Inbox = Inbox {
-    jobs: Mutex::new(Vec::new()),
-    scheduled: AtomicBool::new(false),
-};
-
-impl Inbox {
-    fn submit(&'static self, rt: &tokio::runtime::Handle, job: Job) {
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(job);
-        if !self.scheduled.swap(true, Ordering::AcqRel) {
-            rt.spawn(self.drain());
-        }
-    }
-
-    /// Runs on the runtime thread: spawns every queued job locally.
-    async fn drain(&'static self) {
-        // Clear the flag before taking, so a job queued after the take
-        // schedules a new drain instead of being stranded.
-        self.scheduled.store(false, Ordering::Release);
-        let jobs = std::mem::take(&mut *self.jobs.lock().unwrap_or_else(|p| p.into_inner()));
-        for job in jobs {
-            tokio::spawn(job);
-        }
+/// Runs on the I/O thread: spawns every queued job locally.
+async fn drain_inbox() {
+    for job in INBOX.take() {
+        tokio::spawn(job);
     }
 }
 
@@ -177,8 +164,8 @@ pub struct Completer {
 impl Completer {
     #[napi(constructor, catch_unwind)]
     pub fn new(on_done: Function<DoneArgs, ()>) -> napi::Result<Self> {
-        let queue = Arc::new(Queue::default());
-        let for_js = Arc::clone(&queue);
+        let done = Arc::new(Mailbox::new(Done::default()));
+        let for_js = Arc::clone(&done);
         let waker: Waker = on_done
             .build_threadsafe_function::<()>()
             .callee_handled::<false>()
@@ -188,11 +175,11 @@ impl Completer {
                 Ok(FnArgs::from((batch.codes, batch.errors)))
             })?;
         Ok(Completer {
-            shared: Arc::new(CompleterShared { queue, waker }),
+            shared: Arc::new(CompleterShared { done, waker }),
         })
     }
 
-    /// `acquire` as operation `id`; see `RedisConnection::acquire`.
+    /// `acquire` as operation `id` (see `lock::acquire`): `true` when held.
     #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn acquire(
@@ -207,38 +194,30 @@ impl Completer {
     ) {
         let inner = Arc::clone(&conn.inner);
         self.shared.run(id, async move {
-            let opts = AcquireOptions::from_numbers(ttl, retries, delay).map_err(to_napi)?;
-            let mut c = inner.get().await.map_err(to_napi)?;
-            lock::acquire(&mut c, &key, &token, &opts)
-                .await
-                .map_err(to_napi)
+            let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
+            let mut c = inner.get().await?;
+            lock::acquire(&mut c, &key, &token, &opts).await
         });
     }
 
-    /// `release` as operation `id`; see `RedisConnection::release`.
+    /// `release` as operation `id` (see `lock::release`): `false` when not ours.
     #[napi(catch_unwind)]
     pub fn release(&self, conn: &RedisConnection, id: u32, key: String, token: String) {
         let inner = Arc::clone(&conn.inner);
         self.shared.run(id, async move {
-            let mut c = inner.get().await.map_err(to_napi)?;
-            lock::release(&mut c, &key, &token).await.map_err(to_napi)
+            let mut c = inner.get().await?;
+            lock::release(&mut c, &key, &token).await
         });
     }
 
-    /// `extend` as operation `id`; see `RedisConnection::extend`.
+    /// `extend` as operation `id` (see `lock::extend`): `false` when not ours.
     #[napi(catch_unwind)]
     pub fn extend(&self, conn: &RedisConnection, id: u32, key: String, token: String, ms: f64) {
         let inner = Arc::clone(&conn.inner);
         self.shared.run(id, async move {
-            let ms = lock::positive_int(ms).ok_or_else(|| {
-                to_napi(CoreError::InvalidArgument(format!(
-                    "Invalid extension {ms}: expected a positive integer number of milliseconds"
-                )))
-            })?;
-            let mut c = inner.get().await.map_err(to_napi)?;
-            lock::extend(&mut c, &key, &token, ms)
-                .await
-                .map_err(to_napi)
+            let ms = lock::extension_from_number(ms)?;
+            let mut c = inner.get().await?;
+            lock::extend(&mut c, &key, &token, ms).await
         });
     }
 }

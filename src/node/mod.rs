@@ -16,11 +16,13 @@ use crate::config::{Endpoint, EndpointSpec, TlsSettings};
 use crate::connection::SharedConnection;
 use crate::error::Error as CoreError;
 
-pub(crate) fn to_napi(err: CoreError) -> napi::Error {
-    napi::Error::new(
-        Status::GenericFailure,
-        format!("[{}] {}", err.code(), err.message()),
-    )
+/// The one place the `[CODE] message` form that JavaScript parses is made.
+pub(crate) fn wire_message(err: &CoreError) -> String {
+    format!("[{}] {}", err.code(), err.message())
+}
+
+fn to_napi(err: CoreError) -> napi::Error {
+    napi::Error::new(Status::GenericFailure, wire_message(&err))
 }
 
 /// Where to connect. Every field is optional; `url` is applied first and the
@@ -90,11 +92,5 @@ impl RedisConnection {
         Ok(RedisConnection {
             inner: SharedConnection::shared(endpoint),
         })
-    }
-
-    /// `host:port/db` of the endpoint (no credentials).
-    #[napi(getter, catch_unwind)]
-    pub fn address(&self) -> String {
-        self.inner.endpoint().describe()
     }
 }
