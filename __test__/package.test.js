@@ -194,14 +194,16 @@ describe('packed and installed into a fresh project', () => {
       console.log(`# npm pack ${info.name}@${info.version}: ${info.filename} ${info.size} bytes packed, ${info.unpackedSize} unpacked, ${info.entryCount} files`)
     }
 
-    // A fresh project, installed offline (bluebird and @types/bluebird come
-    // from the npm cache that `npm ci` filled), with no cargo on PATH.
+    // A fresh project with no cargo on PATH. Dependencies (bluebird,
+    // @types/bluebird) come from the registry, or from the cache when it
+    // already has them: `npm ci` caches tarballs but not the metadata an
+    // `--offline` install would need, so a fresh machine has no full cache.
     project = path.join(tmp, 'project')
     fs.mkdirSync(project)
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'fresh-project', version: '1.0.0', private: true }))
     env = { ...process.env, PATH: pathWithoutCargo() }
     for (const k of Object.keys(env)) if (k.startsWith('NAPI_RS_')) delete env[k]
-    runOk('npm', ['install', '--offline', '--no-audit', '--no-fund', tarballs.main, tarballs.platform], { cwd: project, env })
+    runOk('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', tarballs.main, tarballs.platform], { cwd: project, env })
   })
 
   after(async () => {
