@@ -37,6 +37,8 @@ export interface ConnectOptions {
   url?: string
   host?: string
   port?: number
+  /** A Unix socket path, in place of host and port. */
+  path?: string
   db?: number
   username?: string
   password?: string

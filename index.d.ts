@@ -32,10 +32,15 @@ export interface TlsOptions {
 
 /** Where to connect, when no client object is at hand. `url` is applied first; the other fields override it. */
 export interface ConnectionOptions {
-  /** A `redis://` or `rediss://` URL. */
+  /**
+   * A `redis://` or `rediss://` URL, or a Unix socket URL:
+   * `unix:///path/to/redis.sock?db=N&pass=...&user=...` (also `redis+unix://`).
+   */
   url?: string
   host?: string
   port?: number
+  /** A Unix socket path, in place of `host` and `port`. */
+  path?: string
   db?: number
   /** Alias of `db`, as node_redis v4+ spells it. */
   database?: number
@@ -47,18 +52,24 @@ export interface ConnectionOptions {
   connectTimeout?: number
   /** Bound on one command's reply, in ms (default 2000). */
   commandTimeout?: number
+  /** Put in front of every lock key in Redis, as ioredis `keyPrefix` does. */
+  keyPrefix?: string
+  /** Same as `keyPrefix`, as node_redis v3 spells it. */
+  prefix?: string
 }
 
 /**
  * A Redis client object: node_redis v3 (`send_command`), node_redis v4+ or
- * ioredis (`sendCommand`). Only its connection settings are read; redislock-rs
- * talks to the same server over its own shared connection.
+ * ioredis (`sendCommand`). Only its connection settings (server or socket
+ * path, database, credentials, TLS) and key prefix (node_redis v3 `prefix`,
+ * ioredis `keyPrefix`) are read; redislock-rs talks to the same server over
+ * its own shared connection. Sentinel and Cluster clients are refused.
  */
 export type RedisClientLike =
   | { sendCommand(...args: any[]): unknown }
   | { send_command(...args: any[]): unknown }
 
-/** What `createLock` accepts: a client object, a `redis://`/`rediss://` URL, or connection options. */
+/** What `createLock` accepts: a client object, a `redis://`/`rediss://`/`unix://` URL, or connection options. */
 export type RedisClient = RedisClientLike | string | ConnectionOptions
 
 /** A node-style callback: `null` on success, the lock error otherwise. */

@@ -34,7 +34,7 @@ test('createLock rejects unusable clients with a TypeError that says what a clie
     () => {}, { port: 'abc' }, { port: 70000 }, { url: 'mysql://x' }]) {
     assert.throws(() => createLock(bad), (err) => {
       assert.ok(err instanceof TypeError, `${String(bad)}: ${err}`)
-      assert.match(err.message, /node_redis .*ioredis .*redis:\/\/ .*options object/)
+      assert.match(err.message, /node_redis .*ioredis .*redis:\/\/.*unix:\/\/ URL, or an options object/)
       return true
     }, `client ${JSON.stringify(bad)}`)
   }

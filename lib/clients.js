@@ -3,16 +3,33 @@
 /**
  * Reads connection settings off whatever the user hands `createLock`: a
  * node_redis v3 client, a node_redis v4+ client, an ioredis client, a
- * `redis://` / `rediss://` URL, or a plain options object. The result is the
- * plain `ConnectOptions` object the native `RedisConnection` takes.
+ * `redis://` / `rediss://` / `unix://` URL, or a plain options object. The
+ * result is the plain `ConnectOptions` object the native `RedisConnection`
+ * takes, plus the key prefix the client puts in front of every key it sends.
+ *
+ * Anything that cannot be read exactly (Sentinel, Cluster, a custom ioredis
+ * connector, a client whose settings are hidden) is refused, never guessed:
+ * a guess would lock on a different server than the user's other code.
  */
 
 const CLIENT_KINDS =
-  'a node_redis (v3 or v4+) client, an ioredis client, a redis:// or rediss:// URL, ' +
-  'or an options object {host, port, db, username, password, tls}'
+  'a node_redis (v3 or v4+) client, an ioredis client, a redis://, rediss:// or unix:// URL, ' +
+  'or an options object {host, port, path, db, username, password, tls, keyPrefix}'
 
-const OPTION_FIELDS = ['url', 'host', 'port', 'db', 'database', 'username', 'password', 'tls',
-  'connectTimeout', 'commandTimeout']
+const OPTION_FIELDS = ['url', 'host', 'port', 'path', 'db', 'database', 'username', 'password', 'tls',
+  'connectTimeout', 'commandTimeout', 'keyPrefix', 'prefix']
+
+const URL_SCHEME = /^(rediss?|unix|redis\+unix):\/\//
+
+/** Options-object fields that name a topology we do not support yet. */
+const UNSUPPORTED_FIELDS = {
+  sentinels: 'Sentinel (sentinels/name)',
+  sentinelRootNodes: 'Sentinel (sentinelRootNodes)',
+  rootNodes: 'Redis Cluster (rootNodes)',
+  cluster: 'Redis Cluster (cluster)',
+  nodes: 'Redis Cluster (nodes)',
+  socket: 'node-redis socket options (give host, port or path at the top level)'
+}
 
 function describe (value) {
   if (value === null) return 'null'
@@ -21,7 +38,7 @@ function describe (value) {
     const name = value.constructor && value.constructor.name
     return name && name !== 'Object' ? `a ${name} object` : 'an unrecognised object'
   }
-  if (typeof value === 'string') return 'a string that is not a redis:// or rediss:// URL'
+  if (typeof value === 'string') return 'a string that is not a redis://, rediss:// or unix:// URL'
   return `${typeof value} ${String(value)}`
 }
 
@@ -67,13 +84,41 @@ function checkNumbers (out, value) {
   return out
 }
 
+/**
+ * A Unix socket `path` wins over host/port, as in the clients themselves
+ * (ioredis keeps its default host and port beside a path).
+ */
+function address (path, host, port) {
+  if (path !== undefined && path !== null && path !== '') return { path: text(path) }
+  return { host: text(host), port: int(port) }
+}
+
+/**
+ * The prefix a client adds to every key it sends (node_redis v3 `prefix`,
+ * ioredis `keyPrefix`), as a string; '' for none.
+ */
+function keyPrefix (prefix, value) {
+  if (prefix === undefined || prefix === null || prefix === '') return ''
+  if (Buffer.isBuffer(prefix)) {
+    const str = prefix.toString('utf8')
+    if (!Buffer.from(str, 'utf8').equals(prefix)) {
+      throw invalidClient(value, 'a key prefix Buffer that is not valid UTF-8')
+    }
+    return str
+  }
+  if (typeof prefix !== 'string' && typeof prefix !== 'number') {
+    throw invalidClient(value, `a key prefix of type ${typeof prefix}`)
+  }
+  // The clients concatenate (`prefix + key`), so a number prefix is its text.
+  return String(prefix)
+}
+
 /** node_redis v3: `client.connection_options`, `client.options`, `selected_db`. */
 function fromNodeRedis3 (client) {
   const opts = client.options || {}
   const conn = client.connection_options || {}
   const out = {
-    host: text(conn.host || opts.host),
-    port: int(conn.port || opts.port),
+    ...address(conn.path || opts.path, conn.host || opts.host, conn.port || opts.port),
     db: int(client.selected_db !== undefined && client.selected_db !== null ? client.selected_db : opts.db),
     username: text(client.auth_user || opts.user || opts.username),
     password: text(client.auth_pass || opts.password || opts.auth_pass)
@@ -87,8 +132,7 @@ function fromNodeRedis4 (client) {
   const socket = opts.socket || {}
   const out = {
     url: text(opts.url),
-    host: text(socket.host),
-    port: int(socket.port),
+    ...address(socket.path, socket.host, socket.port),
     db: int(opts.database),
     username: text(opts.username),
     password: text(opts.password)
@@ -104,8 +148,7 @@ function fromIORedis (client) {
   const opts = client.options || {}
   const selected = client.condition && client.condition.select
   const out = {
-    host: text(opts.host),
-    port: int(opts.port),
+    ...address(opts.path, opts.host, opts.port),
     db: int(selected !== undefined && selected !== null ? selected : opts.db),
     username: text(opts.username),
     password: text(opts.password)
@@ -129,17 +172,32 @@ function urlTimeouts (url, out) {
   return out
 }
 
-/** A plain `{host, port, db, username, password, tls}` (or `url`) object. */
+/** A plain `{host, port, path, db, username, password, tls}` (or `url`) object. */
 function fromOptions (value) {
+  for (const field of Object.keys(UNSUPPORTED_FIELDS)) {
+    if (value[field] !== undefined) {
+      throw invalidClient(value, `an options object for ${UNSUPPORTED_FIELDS[field]}, which redislock-rs does not support yet`)
+    }
+  }
   const has = OPTION_FIELDS.some((f) => value[f] !== undefined)
   if (!has) throw invalidClient(value, `an object with none of the fields ${OPTION_FIELDS.join(', ')}`)
-  if (value.url !== undefined && !/^rediss?:\/\//.test(String(value.url))) {
-    throw invalidClient(value, 'an options object whose url is not a redis:// or rediss:// URL')
+  if (value.url !== undefined && !URL_SCHEME.test(String(value.url))) {
+    throw invalidClient(value, 'an options object whose url is not a redis://, rediss:// or unix:// URL')
+  }
+  if (value.keyPrefix !== undefined && value.prefix !== undefined && value.keyPrefix !== value.prefix) {
+    throw invalidClient(value, 'an options object with both keyPrefix and prefix')
+  }
+  for (const field of ['url', 'host', 'path']) {
+    // An empty or null address would silently mean 127.0.0.1:6379.
+    if (value[field] !== undefined && text(value[field]) === undefined) {
+      throw invalidClient(value, `an options object with an empty ${field}`)
+    }
   }
   const out = {
     url: text(value.url),
     host: text(value.host),
     port: int(value.port),
+    path: text(value.path),
     db: int(value.db !== undefined ? value.db : value.database),
     username: text(value.username),
     password: text(value.password),
@@ -150,17 +208,46 @@ function fromOptions (value) {
   return tlsFields(value.tls, out)
 }
 
-function isClusterClient (client) {
-  return client.isCluster === true || typeof client.getSlotMaster === 'function' ||
-    (client.constructor && /Cluster|Sentinel/.test(client.constructor.name))
+/** Class names along `value`'s prototype chain (node-redis wraps its classes). */
+function classNames (value) {
+  const names = []
+  for (let o = value; o !== null && names.length < 16; o = Object.getPrototypeOf(o)) {
+    const ctor = Object.prototype.hasOwnProperty.call(o, 'constructor') ? o.constructor : undefined
+    if (typeof ctor === 'function' && typeof ctor.name === 'string') names.push(ctor.name)
+  }
+  return names
 }
 
 /**
- * The `ConnectOptions` for `value`, or a TypeError saying what a client may be.
+ * Why `client` is a topology we cannot lock on yet (Cluster, Sentinel, a
+ * custom connector), or null. ioredis builds Sentinel clients from the same
+ * `Redis` class, so its options tell, not its class.
  */
-function connectOptionsFor (value) {
+function unsupportedTopology (client) {
+  const names = classNames(client)
+  if (client.isCluster === true || typeof client.getSlotMaster === 'function' ||
+    names.some((n) => /Cluster/.test(n))) return 'a Redis Cluster client'
+  if (names.some((n) => /Sentinel/.test(n))) return 'a Sentinel client'
+  const opts = client.options
+  if (opts !== null && typeof opts === 'object') {
+    if (opts.sentinels !== undefined && opts.sentinels !== null) return 'a Sentinel client (ioredis sentinels/name)'
+    if (typeof opts.Connector === 'function') return 'an ioredis client with a custom Connector'
+  }
+  const connector = client.connector
+  if (connector && connector.constructor && connector.constructor.name !== 'StandaloneConnector' &&
+    typeof client.defineCommand === 'function') {
+    return `an ioredis client with a ${connector.constructor.name}`
+  }
+  return null
+}
+
+/**
+ * `{ options, prefix }` for `value`: the `ConnectOptions` and the key prefix
+ * its client applies, or a TypeError saying what a client may be.
+ */
+function readClient (value) {
   try {
-    return readConnectOptions(value)
+    return readTarget(value)
   } catch (err) {
     if (err instanceof TypeError) throw err
     // A getter or proxy on the user's object threw: still a bad client.
@@ -177,30 +264,34 @@ function safeMessage (err) {
   }
 }
 
-function readConnectOptions (value) {
+function readTarget (value) {
   let out
+  let prefix = ''
   if (typeof value === 'string') {
-    if (!/^rediss?:\/\//.test(value)) throw invalidClient(value)
+    if (!URL_SCHEME.test(value)) throw invalidClient(value)
     out = urlTimeouts(value, { url: value })
   } else if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw invalidClient(value)
-  } else if (isClusterClient(value)) {
-    throw invalidClient(value, 'a cluster or sentinel client, which redislock-rs does not support yet')
+  } else if (unsupportedTopology(value) !== null) {
+    throw invalidClient(value, `${unsupportedTopology(value)}, which redislock-rs does not support yet`)
   } else if (value.connection_options !== undefined && typeof value.send_command === 'function') {
     out = fromNodeRedis3(value)
+    prefix = keyPrefix(value.options && value.options.prefix, value)
   } else if (typeof value.sendCommand === 'function' && typeof value.defineCommand === 'function') {
     out = fromIORedis(value)
+    prefix = keyPrefix(value.options && value.options.keyPrefix, value)
   } else if (typeof value.sendCommand === 'function' && value.options !== undefined) {
     out = fromNodeRedis4(value)
   } else if (typeof value.sendCommand === 'function' || typeof value.send_command === 'function') {
     throw invalidClient(value, 'a Redis client whose connection settings could not be read')
   } else {
     out = fromOptions(value)
+    prefix = keyPrefix(value.keyPrefix !== undefined ? value.keyPrefix : value.prefix, value)
   }
   for (const key of Object.keys(out)) {
     if (out[key] === undefined) delete out[key]
   }
-  return checkNumbers(out, value)
+  return { options: checkNumbers(out, value), prefix }
 }
 
-module.exports = { connectOptionsFor, CLIENT_KINDS }
+module.exports = { readClient, CLIENT_KINDS }

@@ -11,30 +11,39 @@ const Promise = require('bluebird')
 const { RedisConnection } = require('./native')
 const { start } = require('./operations')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
-const { connectOptionsFor, CLIENT_KINDS } = require('./clients')
+const { readClient, CLIENT_KINDS } = require('./clients')
 
 // Hidden per-lock state: symbols stay out of Object.keys(lock).
 const kNative = Symbol('redislock-rs.connection')
+// The client's key prefix (node_redis v3 `prefix`, ioredis `keyPrefix`):
+// Redis sees prefix + key, as it would from the client; the user, messages
+// and `_key` see the key as given, as with redislock.
+const kPrefix = Symbol('redislock-rs.keyPrefix')
 const kBusy = Symbol('redislock-rs.acquiring')
 
-/** Native connections for client objects and URL strings we have seen. */
+/**
+ * `{ native, prefix }` (the native connection and the key prefix) for client
+ * objects and URL strings we have seen.
+ */
 const byClient = new WeakMap()
 const byUrl = new Map()
 
-function nativeFor (client) {
+function targetFor (client) {
   const cache = typeof client === 'string' ? byUrl : (client !== null && typeof client === 'object' ? byClient : null)
-  let native = cache ? cache.get(client) : undefined
-  if (native === undefined) {
-    const options = connectOptionsFor(client)
+  let target = cache ? cache.get(client) : undefined
+  if (target === undefined) {
+    const { options, prefix } = readClient(client)
+    let native
     try {
       native = new RedisConnection(options)
     } catch (err) {
       const why = String(err && err.message).replace(/^\[[A-Z_]+\] /, '')
       throw new TypeError(`createLock expects ${CLIENT_KINDS}; got unusable settings: ${why}`, { cause: err })
     }
-    if (cache) cache.set(client, native)
+    target = { native, prefix }
+    if (cache) cache.set(client, target)
   }
-  return native
+  return target
 }
 
 // What each operation's outcome does to the lock (see operations.js).
@@ -85,7 +94,7 @@ class Lock {
    * @param options {timeout, retries, delay}; missing ones use the defaults
    */
   constructor (client, options) {
-    const native = nativeFor(client)
+    const target = targetFor(client)
     if (options !== undefined && options !== null && typeof options !== 'object') {
       throw new TypeError(`createLock options must be an object {timeout, retries, delay}; got ${typeof options}`)
     }
@@ -93,7 +102,8 @@ class Lock {
     this._locked = false
     this._key = null
     this._client = client
-    this[kNative] = native
+    this[kNative] = target.native
+    this[kPrefix] = target.prefix
     this[kBusy] = false
     options = options || {}
     for (const key in Lock._defaults) {
@@ -117,7 +127,7 @@ class Lock {
     this[kBusy] = true
     const lock = this
     const p = start(settleAcquire, this, key, function (completer, id) {
-      completer.acquire(lock[kNative], id, key, lock._id, lock.timeout, lock.retries, lock.delay)
+      completer.acquire(lock[kNative], id, lock[kPrefix] + key, lock._id, lock.timeout, lock.retries, lock.delay)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -133,7 +143,7 @@ class Lock {
     const lock = this
     const key = this._key
     const p = start(settleRelease, this, key, function (completer, id) {
-      completer.release(lock[kNative], id, key, lock._id)
+      completer.release(lock[kNative], id, lock[kPrefix] + key, lock._id)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -156,7 +166,7 @@ class Lock {
     const lock = this
     const key = this._key
     const p = start(settleExtend, this, key, function (completer, id) {
-      completer.extend(lock[kNative], id, key, lock._id, time)
+      completer.extend(lock[kNative], id, lock[kPrefix] + key, lock._id, time)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }

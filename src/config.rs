@@ -45,6 +45,8 @@ pub struct EndpointSpec {
     pub url: Option<String>,
     pub host: Option<String>,
     pub port: Option<u32>,
+    /// A Unix socket path, instead of host and port.
+    pub path: Option<String>,
     pub db: Option<i64>,
     pub username: Option<String>,
     pub password: Option<String>,
@@ -54,12 +56,22 @@ pub struct EndpointSpec {
     pub command_timeout_ms: Option<u32>,
 }
 
+/// Where a server listens.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Address {
+    Tcp {
+        host: String,
+        port: u16,
+    },
+    /// A Unix domain socket, by path.
+    Unix(String),
+}
+
 /// One Redis server, database and identity. Two locks whose endpoints are
 /// equal share one connection.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Endpoint {
-    pub host: String,
-    pub port: u16,
+    pub address: Address,
     pub db: i64,
     pub username: Option<String>,
     pub password: Option<String>,
@@ -72,8 +84,7 @@ impl std::fmt::Debug for Endpoint {
     // Credentials never leave through Debug either.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Endpoint")
-            .field("host", &self.host)
-            .field("port", &self.port)
+            .field("address", &self.address)
             .field("db", &self.db)
             .field("username", &self.username.as_ref().map(|_| "<set>"))
             .field("password", &self.password.as_ref().map(|_| "<set>"))
@@ -83,15 +94,20 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    /// `host:port/db`, for messages. Holds no credentials.
+    /// `host:port/db` or `unix:path/db`, for messages. Holds no credentials.
     pub fn describe(&self) -> String {
-        format!("{}:{}/{}", self.host, self.port, self.db)
+        match &self.address {
+            Address::Tcp { host, port } => format!("{host}:{port}/{}", self.db),
+            Address::Unix(path) => format!("unix:{path}/{}", self.db),
+        }
     }
 
     pub fn resolve(spec: EndpointSpec) -> Result<Endpoint> {
         let mut endpoint = Endpoint {
-            host: "127.0.0.1".to_owned(),
-            port: 6379,
+            address: Address::Tcp {
+                host: "127.0.0.1".to_owned(),
+                port: 6379,
+            },
             db: 0,
             username: None,
             password: None,
@@ -102,22 +118,7 @@ impl Endpoint {
         if let Some(url) = spec.url.as_deref() {
             endpoint.apply_url(url)?;
         }
-        if let Some(host) = spec.host {
-            if host.is_empty() {
-                return Err(Error::InvalidArgument(
-                    "Redis host must not be empty".into(),
-                ));
-            }
-            endpoint.host = host;
-        }
-        if let Some(port) = spec.port {
-            endpoint.port = u16::try_from(port)
-                .ok()
-                .filter(|p| *p != 0)
-                .ok_or_else(|| {
-                    Error::InvalidArgument(format!("Invalid Redis port {port}: expected 1-65535"))
-                })?;
-        }
+        endpoint.apply_address(spec.host, spec.port, spec.path)?;
         if let Some(db) = spec.db {
             if db < 0 {
                 return Err(Error::InvalidArgument(format!(
@@ -135,6 +136,11 @@ impl Endpoint {
         if let Some(tls) = spec.tls {
             endpoint.tls = Some(tls);
         }
+        if endpoint.tls.is_some() && matches!(endpoint.address, Address::Unix(_)) {
+            return Err(Error::InvalidArgument(
+                "TLS over a Unix socket is not supported: give host and port for TLS".into(),
+            ));
+        }
         if let Some(ms) = spec.connect_timeout_ms {
             endpoint.connect_timeout = positive_ms(ms, "connectTimeout")?;
         }
@@ -144,12 +150,68 @@ impl Endpoint {
         Ok(endpoint)
     }
 
+    /// Explicit `host`/`port` (TCP) or `path` (Unix socket) over what the URL said.
+    fn apply_address(
+        &mut self,
+        host: Option<String>,
+        port: Option<u32>,
+        path: Option<String>,
+    ) -> Result<()> {
+        if let Some(path) = path {
+            if host.is_some() || port.is_some() {
+                return Err(Error::InvalidArgument(
+                    "Give either a Unix socket path or host and port, not both".into(),
+                ));
+            }
+            if path.is_empty() {
+                return Err(Error::InvalidArgument(
+                    "Redis socket path must not be empty".into(),
+                ));
+            }
+            self.address = Address::Unix(path);
+            return Ok(());
+        }
+        if host.is_none() && port.is_none() {
+            return Ok(());
+        }
+        let (mut new_host, mut new_port) = match &self.address {
+            Address::Tcp { host, port } => (host.clone(), *port),
+            Address::Unix(_) => {
+                return Err(Error::InvalidArgument(
+                    "Give either a Unix socket URL or host and port, not both".into(),
+                ))
+            }
+        };
+        if let Some(host) = host {
+            if host.is_empty() {
+                return Err(Error::InvalidArgument(
+                    "Redis host must not be empty".into(),
+                ));
+            }
+            new_host = host;
+        }
+        if let Some(port) = port {
+            new_port = u16::try_from(port)
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!("Invalid Redis port {port}: expected 1-65535"))
+                })?;
+        }
+        self.address = Address::Tcp {
+            host: new_host,
+            port: new_port,
+        };
+        Ok(())
+    }
+
     fn apply_url(&mut self, url: &str) -> Result<()> {
         // Never echo the URL: it may carry a password.
-        let scheme_ok = url.starts_with("redis://") || url.starts_with("rediss://");
-        if !scheme_ok {
+        if !URL_SCHEMES.iter().any(|scheme| url.starts_with(scheme)) {
             return Err(Error::InvalidArgument(
-                "Invalid Redis URL: expected redis://[[user]:password@]host[:port][/db] or rediss://...".into(),
+                "Invalid Redis URL: expected redis://[[user]:password@]host[:port][/db], rediss://..., \
+                 or unix:///path/to/socket[?db=N] (also redis+unix://)"
+                    .into(),
             ));
         }
         let info = url.into_connection_info().map_err(|_| {
@@ -157,8 +219,16 @@ impl Endpoint {
         })?;
         match info.addr() {
             ConnectionAddr::Tcp(host, port) => {
-                self.host = strip_brackets(host);
-                self.port = *port;
+                self.address = Address::Tcp {
+                    host: strip_brackets(host),
+                    port: *port,
+                };
+            }
+            ConnectionAddr::Unix(path) => {
+                let path = path.to_str().ok_or_else(|| {
+                    Error::InvalidArgument("Invalid Redis URL: socket path is not UTF-8".into())
+                })?;
+                self.address = Address::Unix(path.to_owned());
             }
             ConnectionAddr::TcpTls {
                 host,
@@ -166,8 +236,10 @@ impl Endpoint {
                 insecure,
                 ..
             } => {
-                self.host = strip_brackets(host);
-                self.port = *port;
+                self.address = Address::Tcp {
+                    host: strip_brackets(host),
+                    port: *port,
+                };
                 self.tls = Some(TlsSettings {
                     reject_unauthorized: !*insecure,
                     ..TlsSettings::default()
@@ -188,11 +260,12 @@ impl Endpoint {
 
     /// The `redis` crate's view of this endpoint (TCP_NODELAY on).
     pub(crate) fn connection_info(&self) -> Result<redis::ConnectionInfo> {
-        let addr = match &self.tls {
-            None => ConnectionAddr::Tcp(self.host.clone(), self.port),
-            Some(tls) => ConnectionAddr::TcpTls {
-                host: self.host.clone(),
-                port: self.port,
+        let addr = match (&self.address, &self.tls) {
+            (Address::Unix(path), _) => ConnectionAddr::Unix(path.into()),
+            (Address::Tcp { host, port }, None) => ConnectionAddr::Tcp(host.clone(), *port),
+            (Address::Tcp { host, port }, Some(tls)) => ConnectionAddr::TcpTls {
+                host: host.clone(),
+                port: *port,
                 insecure: !tls.reject_unauthorized,
                 tls_params: None,
             },
@@ -250,6 +323,9 @@ impl Endpoint {
     }
 }
 
+/// URL schemes `createLock` accepts, as the Node clients spell them.
+const URL_SCHEMES: [&str; 4] = ["redis://", "rediss://", "unix://", "redis+unix://"];
+
 fn strip_brackets(host: &str) -> String {
     host.trim_start_matches('[')
         .trim_end_matches(']')
@@ -269,6 +345,13 @@ fn positive_ms(ms: u32, name: &str) -> Result<Duration> {
 mod tests {
     use super::*;
 
+    fn tcp(host: &str, port: u16) -> Address {
+        Address::Tcp {
+            host: host.into(),
+            port,
+        }
+    }
+
     fn spec_url(url: &str) -> EndpointSpec {
         EndpointSpec {
             url: Some(url.into()),
@@ -279,7 +362,8 @@ mod tests {
     #[test]
     fn defaults_to_localhost() {
         let e = Endpoint::resolve(EndpointSpec::default()).unwrap();
-        assert_eq!((e.host.as_str(), e.port, e.db), ("127.0.0.1", 6379, 0));
+        assert_eq!(e.address, tcp("127.0.0.1", 6379));
+        assert_eq!(e.db, 0);
         assert!(e.tls.is_none());
         assert_eq!(e.command_timeout, DEFAULT_COMMAND_TIMEOUT);
     }
@@ -287,8 +371,7 @@ mod tests {
     #[test]
     fn parses_full_url() {
         let e = Endpoint::resolve(spec_url("redis://alice:s3cret@example.com:6380/4")).unwrap();
-        assert_eq!(e.host, "example.com");
-        assert_eq!(e.port, 6380);
+        assert_eq!(e.address, tcp("example.com", 6380));
         assert_eq!(e.db, 4);
         assert_eq!(e.username.as_deref(), Some("alice"));
         assert_eq!(e.password.as_deref(), Some("s3cret"));
@@ -311,7 +394,54 @@ mod tests {
             ..spec_url("redis://h:7000/1")
         };
         let e = Endpoint::resolve(spec).unwrap();
-        assert_eq!((e.port, e.db), (7001, 2));
+        assert_eq!((e.address, e.db), (tcp("h", 7001), 2));
+    }
+
+    #[test]
+    fn unix_socket_from_url_or_path() {
+        for url in [
+            "unix:///run/redis.sock?db=3&pass=s3cret",
+            "redis+unix:///run/redis.sock?db=3&pass=s3cret",
+        ] {
+            let e = Endpoint::resolve(spec_url(url)).unwrap();
+            assert_eq!(e.address, Address::Unix("/run/redis.sock".into()), "{url}");
+            assert_eq!(e.db, 3);
+            assert_eq!(e.password.as_deref(), Some("s3cret"));
+            assert_eq!(e.describe(), "unix:/run/redis.sock/3");
+        }
+        let e = Endpoint::resolve(EndpointSpec {
+            path: Some("/tmp/r.sock".into()),
+            db: Some(2),
+            ..EndpointSpec::default()
+        })
+        .unwrap();
+        assert_eq!((e.address, e.db), (Address::Unix("/tmp/r.sock".into()), 2));
+    }
+
+    #[test]
+    fn unix_socket_conflicts_are_refused() {
+        let both = EndpointSpec {
+            path: Some("/tmp/r.sock".into()),
+            host: Some("h".into()),
+            ..EndpointSpec::default()
+        };
+        assert!(Endpoint::resolve(both).is_err());
+        let url_and_port = EndpointSpec {
+            port: Some(7000),
+            ..spec_url("unix:///tmp/r.sock")
+        };
+        assert!(Endpoint::resolve(url_and_port).is_err());
+        let tls = EndpointSpec {
+            path: Some("/tmp/r.sock".into()),
+            tls: Some(TlsSettings::default()),
+            ..EndpointSpec::default()
+        };
+        assert!(Endpoint::resolve(tls).is_err());
+        let empty = EndpointSpec {
+            path: Some(String::new()),
+            ..EndpointSpec::default()
+        };
+        assert!(Endpoint::resolve(empty).is_err());
     }
 
     #[test]

@@ -17,6 +17,11 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// A server with extra `redis-server` arguments.
+    fn start_with(extra: &[&str]) -> Server {
         let port = TcpListener::bind("127.0.0.1:0")
             .expect("bind")
             .local_addr()
@@ -33,6 +38,7 @@ impl Server {
                 "--appendonly",
                 "no",
             ])
+            .args(extra)
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server must be installed");
@@ -289,4 +295,48 @@ async fn invalid_arguments_are_errors_not_panics() {
     assert!(matches!(err, Error::InvalidArgument(_)));
     let err = lock::extend(&mut conn, "k", "t", 0).await.unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)));
+}
+
+#[tokio::test]
+async fn locks_over_a_unix_socket_from_url_or_path() {
+    let dir = std::env::temp_dir().join(format!("redislock-rs-core-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let socket = dir.join("redis.sock");
+    let socket_str = socket.to_str().expect("utf-8 temp path").to_owned();
+    let server = Server::start_with(&["--unixsocket", &socket_str, "--unixsocketperm", "700"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !socket.exists() {
+        assert!(Instant::now() < deadline, "no unix socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let by_url = Endpoint::resolve(EndpointSpec {
+        url: Some(format!("unix://{socket_str}?db=2")),
+        ..EndpointSpec::default()
+    })
+    .unwrap();
+    let by_path = Endpoint::resolve(EndpointSpec {
+        path: Some(socket_str.clone()),
+        db: Some(2),
+        ..EndpointSpec::default()
+    })
+    .unwrap();
+    assert_eq!(by_url, by_path);
+    let shared = SharedConnection::shared(by_path);
+    let mut conn = shared.get().await.expect("connect over the socket");
+    let mut check = raw(&server, 2).await;
+    let token = lock::new_token();
+    assert!(
+        lock::acquire(&mut conn, "u", &token, &opts(10_000, Retries::Count(0), 0))
+            .await
+            .unwrap()
+    );
+    let stored: Option<String> = redis::cmd("GET")
+        .arg("u")
+        .query_async(&mut check)
+        .await
+        .unwrap();
+    assert_eq!(stored.as_deref(), Some(token.as_str()));
+    assert!(lock::release(&mut conn, "u", &token).await.unwrap());
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
 }

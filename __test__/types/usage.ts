@@ -40,6 +40,8 @@ const opts: ConnectionOptions = {
 }
 const fromOptions = createLock(opts, { timeout: 1000, retries: -1, delay: 20 })
 const fromTls = createLock({ host: 'redis.example', tls: true })
+const fromSocket: Lock = createLock({ path: '/run/redis.sock', db: 1, keyPrefix: 'app:' })
+const fromSocketUrl: Lock = createLock('unix:///run/redis.sock?db=1')
 const fromTlsObject = createLock({
   url: 'rediss://redis.example:6380',
   tls: { ca: 'PEM', cert: Buffer.from('PEM'), key: ['a', Buffer.from('b')], servername: 'redis.example', rejectUnauthorized: false }
@@ -144,6 +146,6 @@ createLock({ host: 'h', tls: 'yes' })
 setDefaults({ delay: 'soon' })
 
 export {
-  fromUrl, fromTlsUrl, fromIORedis, fromNodeRedis, fromLegacy, fromOptions, fromTls, fromTlsObject,
+  fromUrl, fromTlsUrl, fromIORedis, fromNodeRedis, fromLegacy, fromOptions, fromTls, fromTlsObject, fromSocket, fromSocketUrl,
   id, locked, key, numbers, promiseForms, callbackForms, viaNamespace, errors, ErrorClass, n
 }

@@ -32,6 +32,8 @@ pub struct ConnectOptions {
     pub url: Option<String>,
     pub host: Option<String>,
     pub port: Option<u32>,
+    /// A Unix socket path, in place of host and port.
+    pub path: Option<String>,
     pub db: Option<i64>,
     pub username: Option<String>,
     pub password: Option<String>,
@@ -68,6 +70,7 @@ impl From<ConnectOptions> for EndpointSpec {
             url: o.url,
             host: o.host,
             port: o.port,
+            path: o.path,
             db: o.db,
             username: o.username,
             password: o.password,
