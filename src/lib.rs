@@ -9,7 +9,9 @@ pub mod config;
 pub mod connection;
 pub mod error;
 pub mod lock;
+pub mod resp;
 pub mod scripts;
+pub mod timer;
 
 #[cfg(feature = "node")]
 mod node;

@@ -1,7 +1,9 @@
 //! The lock operations: acquire (with its retry loop), release, extend.
 //!
-//! Written against `redis::aio::ConnectionLike` rather than a concrete
-//! connection, so a cluster or multi-server backend can reuse them.
+//! Written against `redis::aio::ConnectionLike` and a [`Timer`] rather than
+//! a concrete connection and clock, so the same code runs on either engine
+//! (tokio thread or the JavaScript thread's own loop), and a cluster or
+//! multi-server backend can reuse it.
 //! Expected outcomes are values (`false` = not acquired / not ours any more);
 //! only real failures are errors.
 
@@ -12,6 +14,7 @@ use redis::Value;
 
 use crate::error::{Error, Result};
 use crate::scripts::{DEL_IF_EQUAL, DEL_IF_EQUAL_SCRIPT, PEXPIRE_IF_EQUAL_SCRIPT};
+use crate::timer::Timer;
 
 /// Longest TTL or extension accepted, in ms (JavaScript's safe integers).
 pub const MAX_MS: u64 = (1 << 53) - 1;
@@ -128,6 +131,7 @@ pub async fn try_acquire<C: ConnectionLike>(
 /// timeout, the token is released on a best-effort basis.
 pub async fn acquire<C: ConnectionLike>(
     conn: &mut C,
+    timer: &dyn Timer,
     key: &str,
     token: &str,
     opts: &AcquireOptions,
@@ -158,7 +162,7 @@ pub async fn acquire<C: ConnectionLike>(
             Retries::Count(n) => Retries::Count(n - 1),
             Retries::Forever => Retries::Forever,
         };
-        wait_before_retry(opts.delay).await;
+        wait_before_retry(timer, opts.delay).await;
     }
 }
 
@@ -199,9 +203,9 @@ async fn release_after_timeout<C: ConnectionLike>(
 
 /// The pause between two attempts. One place, so that waking on a release
 /// announcement can later race this sleep.
-async fn wait_before_retry(delay: Duration) {
+async fn wait_before_retry(timer: &dyn Timer, delay: Duration) {
     if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
+        timer.sleep(delay).await;
     }
 }
 

@@ -9,6 +9,7 @@ use redislock_rs::config::{Endpoint, EndpointSpec};
 use redislock_rs::connection::SharedConnection;
 use redislock_rs::error::Error;
 use redislock_rs::lock::{self, AcquireOptions, Retries};
+use redislock_rs::timer::TokioTimer;
 
 struct Server {
     child: Child,
@@ -92,11 +93,15 @@ async fn acquire_release_extend_round_trip() {
     let mut check = raw(&server, 3).await;
     let token = lock::new_token();
 
-    assert!(
-        lock::acquire(&mut conn, "k", &token, &opts(10_000, Retries::Count(0), 50))
-            .await
-            .unwrap()
-    );
+    assert!(lock::acquire(
+        &mut conn,
+        &TokioTimer,
+        "k",
+        &token,
+        &opts(10_000, Retries::Count(0), 50)
+    )
+    .await
+    .unwrap());
     let stored: Option<String> = redis::cmd("GET")
         .arg("k")
         .query_async(&mut check)
@@ -112,11 +117,15 @@ async fn acquire_release_extend_round_trip() {
 
     // Someone else cannot take it, and their token releases nothing.
     let other = lock::new_token();
-    assert!(
-        !lock::acquire(&mut conn, "k", &other, &opts(10_000, Retries::Count(0), 50))
-            .await
-            .unwrap()
-    );
+    assert!(!lock::acquire(
+        &mut conn,
+        &TokioTimer,
+        "k",
+        &other,
+        &opts(10_000, Retries::Count(0), 50)
+    )
+    .await
+    .unwrap());
     assert!(!lock::release(&mut conn, "k", &other).await.unwrap());
     assert!(!lock::extend(&mut conn, "k", &other, 50_000).await.unwrap());
 
@@ -146,6 +155,7 @@ async fn retries_are_counted_and_spaced_by_delay() {
     let holder = lock::new_token();
     assert!(lock::acquire(
         &mut conn,
+        &TokioTimer,
         "busy",
         &holder,
         &opts(10_000, Retries::Count(0), 0)
@@ -162,6 +172,7 @@ async fn retries_are_counted_and_spaced_by_delay() {
     let started = Instant::now();
     let got = lock::acquire(
         &mut conn,
+        &TokioTimer,
         "busy",
         &lock::new_token(),
         &opts(10_000, Retries::Count(3), 40),
@@ -190,16 +201,21 @@ async fn waiting_forever_gets_the_lock_once_released() {
     let shared = SharedConnection::shared(server.endpoint(0));
     let mut conn = shared.get().await.expect("connect");
     let holder = lock::new_token();
-    assert!(
-        lock::acquire(&mut conn, "w", &holder, &opts(10_000, Retries::Count(0), 0))
-            .await
-            .unwrap()
-    );
+    assert!(lock::acquire(
+        &mut conn,
+        &TokioTimer,
+        "w",
+        &holder,
+        &opts(10_000, Retries::Count(0), 0)
+    )
+    .await
+    .unwrap());
 
     let mut waiter_conn = shared.get().await.expect("second handle");
     let waiter = tokio::spawn(async move {
         lock::acquire(
             &mut waiter_conn,
+            &TokioTimer,
             "w",
             &lock::new_token(),
             &opts(10_000, Retries::Forever, 10),
@@ -261,11 +277,15 @@ async fn release_and_extend_survive_script_flush() {
     let mut conn = shared.get().await.expect("connect");
     let mut check = raw(&server, 0).await;
     let token = lock::new_token();
-    assert!(
-        lock::acquire(&mut conn, "f", &token, &opts(10_000, Retries::Count(0), 0))
-            .await
-            .unwrap()
-    );
+    assert!(lock::acquire(
+        &mut conn,
+        &TokioTimer,
+        "f",
+        &token,
+        &opts(10_000, Retries::Count(0), 0)
+    )
+    .await
+    .unwrap());
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut check)
@@ -285,13 +305,25 @@ async fn invalid_arguments_are_errors_not_panics() {
     let server = Server::start();
     let shared = SharedConnection::shared(server.endpoint(0));
     let mut conn = shared.get().await.expect("connect");
-    let err = lock::acquire(&mut conn, "", "t", &opts(100, Retries::Count(0), 0))
-        .await
-        .unwrap_err();
+    let err = lock::acquire(
+        &mut conn,
+        &TokioTimer,
+        "",
+        "t",
+        &opts(100, Retries::Count(0), 0),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)));
-    let err = lock::acquire(&mut conn, "k", "t", &opts(0, Retries::Count(0), 0))
-        .await
-        .unwrap_err();
+    let err = lock::acquire(
+        &mut conn,
+        &TokioTimer,
+        "k",
+        "t",
+        &opts(0, Retries::Count(0), 0),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)));
     let err = lock::extend(&mut conn, "k", "t", 0).await.unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)));
@@ -325,11 +357,15 @@ async fn locks_over_a_unix_socket_from_url_or_path() {
     let mut conn = shared.get().await.expect("connect over the socket");
     let mut check = raw(&server, 2).await;
     let token = lock::new_token();
-    assert!(
-        lock::acquire(&mut conn, "u", &token, &opts(10_000, Retries::Count(0), 0))
-            .await
-            .unwrap()
-    );
+    assert!(lock::acquire(
+        &mut conn,
+        &TokioTimer,
+        "u",
+        &token,
+        &opts(10_000, Retries::Count(0), 0)
+    )
+    .await
+    .unwrap());
     let stored: Option<String> = redis::cmd("GET")
         .arg("u")
         .query_async(&mut check)

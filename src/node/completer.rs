@@ -196,7 +196,7 @@ impl Completer {
         self.shared.run(id, async move {
             let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
             let mut c = inner.get().await?;
-            lock::acquire(&mut c, &key, &token, &opts).await
+            lock::acquire(&mut c, &crate::timer::TokioTimer, &key, &token, &opts).await
         });
     }
 
