@@ -24,9 +24,36 @@ export declare class Completer {
   extend(conn: RedisConnection, id: number, key: string, token: string, ms: number): void
 }
 
-/** A handle on the shared connection for one endpoint. */
+/**
+ * Runs lock operations on this thread's loop and reports them to
+ * `onDone(codes, errors)` exactly like `Completer`.
+ */
+export declare class LoopEngine {
+  /**
+   * Whether this process's libuv can be used (not in Bun or Deno, not on
+   * Windows yet).
+   */
+  static available(): boolean
+  constructor(onDone: (arg: DoneArgs) => void)
+  /** `acquire` as operation `id` (see `lock::acquire`): `true` when held. */
+  acquire(conn: RedisConnection, id: number, key: string, token: string, ttl: number, retries: number, delay: number): void
+  /** `release` as operation `id` (see `lock::release`): `false` when not ours. */
+  release(conn: RedisConnection, id: number, key: string, token: string): void
+  /** `extend` as operation `id` (see `lock::extend`): `false` when not ours. */
+  extend(conn: RedisConnection, id: number, key: string, token: string, ms: number): void
+}
+
+/**
+ * A handle on the shared connection for one endpoint: the tokio engine's
+ * shared connection, and the endpoint the JS-thread engine connects to.
+ */
 export declare class RedisConnection {
   constructor(options: ConnectOptions)
+  /**
+   * Whether the JS-thread engine can serve this endpoint (TLS is served
+   * by the tokio engine for now).
+   */
+  get loopable(): boolean
 }
 
 /**

@@ -836,4 +836,5 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Completer = nativeBinding.Completer
+module.exports.LoopEngine = nativeBinding.LoopEngine
 module.exports.RedisConnection = nativeBinding.RedisConnection

@@ -126,8 +126,8 @@ class Lock {
     }
     this[kBusy] = true
     const lock = this
-    const p = start(settleAcquire, this, key, function (completer, id) {
-      completer.acquire(lock[kNative], id, lock[kPrefix] + key, lock._id, lock.timeout, lock.retries, lock.delay)
+    const p = start(settleAcquire, this, key, this[kNative], function (engine, id) {
+      engine.acquire(lock[kNative], id, lock[kPrefix] + key, lock._id, lock.timeout, lock.retries, lock.delay)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -142,8 +142,8 @@ class Lock {
     }
     const lock = this
     const key = this._key
-    const p = start(settleRelease, this, key, function (completer, id) {
-      completer.release(lock[kNative], id, lock[kPrefix] + key, lock._id)
+    const p = start(settleRelease, this, key, this[kNative], function (engine, id) {
+      engine.release(lock[kNative], id, lock[kPrefix] + key, lock._id)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -165,8 +165,8 @@ class Lock {
     }
     const lock = this
     const key = this._key
-    const p = start(settleExtend, this, key, function (completer, id) {
-      completer.extend(lock[kNative], id, lock[kPrefix] + key, lock._id, time)
+    const p = start(settleExtend, this, key, this[kNative], function (engine, id) {
+      engine.extend(lock[kNative], id, lock[kPrefix] + key, lock._id, time)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }

@@ -1,24 +1,56 @@
 'use strict'
 
 /**
- * The bridge to the native I/O thread. `start` makes one synchronous native
- * call per operation and returns a Bluebird promise; the native side runs
- * the operation on its own thread and reports finished operations in
- * batches to `onDone`, which hands each outcome to the operation's `settle`
- * function (see Completer in src/node.rs).
+ * The bridge to the native engines. `start` makes one synchronous native
+ * call per operation and returns a Bluebird promise; the engine runs the
+ * operation and reports finished operations in batches to `onDone`, which
+ * hands each outcome to the operation's `settle` function.
+ *
+ * Two engines, one interface (`acquire`/`release`/`extend` with an id):
+ * - `LoopEngine` (src/node/jsloop): the JS-thread engine. The operation runs
+ *   on this thread's own libuv loop, crossing no thread. The default on Node
+ *   for every endpoint it serves (everything but TLS, for now).
+ * - `Completer` (src/node/completer.rs): the tokio engine, on a dedicated
+ *   Rust thread. The fallback where libuv cannot be used (Bun, Deno,
+ *   Windows), for TLS, and when `REDISLOCK_RS_ENGINE=tokio`.
  *
  * Node stays alive while operations are pending through one timer that is
  * ref'd only while something is in flight; nothing native holds the loop.
  */
 
 const Promise = require('bluebird')
-const { Completer } = require('./native')
+const { Completer, LoopEngine } = require('./native')
+
+const ENGINES = ['js', 'tokio']
+const requested = process.env.REDISLOCK_RS_ENGINE || undefined
+if (requested !== undefined && !ENGINES.includes(requested)) {
+  throw new TypeError(`REDISLOCK_RS_ENGINE must be one of ${ENGINES.join(', ')}; got ${JSON.stringify(requested)}`)
+}
+// Bun exports libuv's symbols but aborts in them; Deno has no uv_poll.
+const loopPossible = typeof process.versions.bun !== 'string' && typeof globalThis.Deno === 'undefined' &&
+  LoopEngine.available()
+if (requested === 'js' && !loopPossible) {
+  throw new Error('REDISLOCK_RS_ENGINE=js, but the JS-thread engine cannot run here (it needs Node\'s libuv on a Unix platform)')
+}
+const useLoop = loopPossible && requested !== 'tokio'
 
 // A pending operation is a slot: [settle, lock, key, resolve, reject].
 const slots = []
 const freeIds = []
 let inflight = 0
-let completer = null
+let tokioEngine = null
+let loopEngine = null
+
+/** The engine for operations on `native` (a RedisConnection). */
+function engineFor (native) {
+  if (useLoop && native.loopable) return loopEngine || (loopEngine = new LoopEngine(onDone))
+  return tokioEngine || (tokioEngine = new Completer(onDone))
+}
+
+/** The engine new operations on plain (non-TLS) endpoints use: 'js' or 'tokio'. */
+function defaultEngine () {
+  return useLoop ? 'js' : 'tokio'
+}
 
 const keepAlive = setInterval(function () {}, 0x7fffffff)
 keepAlive.unref()
@@ -46,11 +78,11 @@ function onDone (codes, errors) {
 }
 
 /**
- * Starts an operation: `submit(completer, id)` makes the native call, and
- * `settle(lock, key, done, err, resolve, reject)` runs when it finishes.
+ * Starts an operation on `native`: `submit(engine, id)` makes the native
+ * call, and `settle(lock, key, done, err, resolve, reject)` runs when it
+ * finishes.
  */
-function start (settle, lock, key, submit) {
-  if (completer === null) completer = new Completer(onDone)
+function start (settle, lock, key, native, submit) {
   const id = freeIds.length > 0 ? freeIds.pop() : slots.length
   const slot = [settle, lock, key, null, null]
   const p = new Promise(function (resolve, reject) {
@@ -58,7 +90,7 @@ function start (settle, lock, key, submit) {
     slot[4] = reject
   })
   try {
-    submit(completer, id)
+    submit(engineFor(native), id)
   } catch (err) {
     // The native call refused its arguments (e.g. a lock field set to a
     // string by hand): reject through the promise like any other failure.
@@ -71,4 +103,4 @@ function start (settle, lock, key, submit) {
   return p
 }
 
-module.exports = { start }
+module.exports = { start, defaultEngine }

@@ -6,6 +6,7 @@
 //! runs lock operations on it and reports their outcomes in batches.
 
 mod completer;
+mod jsloop;
 
 use std::sync::Arc;
 
@@ -81,10 +82,12 @@ impl From<ConnectOptions> for EndpointSpec {
     }
 }
 
-/// A handle on the shared connection for one endpoint.
+/// A handle on the shared connection for one endpoint: the tokio engine's
+/// shared connection, and the endpoint the JS-thread engine connects to.
 #[napi]
 pub struct RedisConnection {
     pub(crate) inner: Arc<SharedConnection>,
+    pub(crate) endpoint: Arc<Endpoint>,
 }
 
 #[napi]
@@ -93,7 +96,15 @@ impl RedisConnection {
     pub fn new(options: ConnectOptions) -> napi::Result<Self> {
         let endpoint = Endpoint::resolve(options.into()).map_err(to_napi)?;
         Ok(RedisConnection {
-            inner: SharedConnection::shared(endpoint),
+            inner: SharedConnection::shared(endpoint.clone()),
+            endpoint: Arc::new(endpoint),
         })
+    }
+
+    /// Whether the JS-thread engine can serve this endpoint (TLS is served
+    /// by the tokio engine for now).
+    #[napi(getter)]
+    pub fn loopable(&self) -> bool {
+        self.endpoint.tls.is_none()
     }
 }

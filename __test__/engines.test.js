@@ -1,0 +1,53 @@
+'use strict'
+
+/**
+ * Engine selection: the JS-thread engine is the default on Node and runs
+ * with no thread of ours; REDISLOCK_RS_ENGINE=tokio selects the tokio
+ * engine, which runs on its own thread; anything else is refused. (The
+ * whole suite runs once per engine: scripts/test-engines.js.)
+ */
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const { spawnSync } = require('child_process')
+const path = require('path')
+const { startRedis } = require('./helpers/redis')
+const { defaultEngine } = require('../lib/operations')
+
+let server
+before(async () => { server = await startRedis() })
+after(async () => { await server.stop() })
+
+function probe (engine) {
+  const env = { ...process.env }
+  if (engine === undefined) delete env.REDISLOCK_RS_ENGINE
+  else env.REDISLOCK_RS_ENGINE = engine
+  return spawnSync(process.execPath, [path.join(__dirname, 'fixtures', 'engine-probe.js'), String(server.port)],
+    { env, encoding: 'utf8', timeout: 15000 })
+}
+
+test('this run uses the engine REDISLOCK_RS_ENGINE names (default: js)', () => {
+  assert.equal(defaultEngine(), process.env.REDISLOCK_RS_ENGINE || 'js')
+})
+
+test('the JS-thread engine is the default and holds a lock with no thread of ours', { skip: process.platform !== 'linux' && 'reads /proc' }, () => {
+  for (const engine of [undefined, 'js']) {
+    const res = probe(engine)
+    assert.equal(res.status, 0, res.stderr)
+    assert.deepEqual(JSON.parse(res.stdout), { engine: 'js', whileHeld: [], after: [] })
+  }
+})
+
+test('REDISLOCK_RS_ENGINE=tokio runs operations on the tokio thread', { skip: process.platform !== 'linux' && 'reads /proc' }, () => {
+  const res = probe('tokio')
+  assert.equal(res.status, 0, res.stderr)
+  const out = JSON.parse(res.stdout)
+  assert.equal(out.engine, 'tokio')
+  assert.deepEqual(out.whileHeld, ['redislock-rs'])
+})
+
+test('an unknown REDISLOCK_RS_ENGINE is refused with a clear error', () => {
+  const res = probe('fast')
+  assert.notEqual(res.status, 0)
+  assert.match(res.stderr, /REDISLOCK_RS_ENGINE must be one of js, tokio; got "fast"/)
+})

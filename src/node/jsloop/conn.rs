@@ -1,0 +1,818 @@
+//! One Redis connection of the JS-thread engine: a non-blocking socket
+//! polled by a `uv_poll_t` on the thread's loop, a write buffer flushed
+//! once per loop turn, and replies framed (`crate::resp`) and parsed
+//! (`redis::parse_redis_value`) in order, each to the oneshot its command
+//! is waiting on.
+//!
+//! Connecting: IP addresses and Unix sockets connect at once (non-blocking);
+//! a host name is resolved on a short-lived thread, which wakes the loop.
+//! `AUTH`/`SELECT` are the first commands in the pipeline, bounded by the
+//! connect timeout; the operations' commands queue behind them.
+//!
+//! Failure rules, as the tokio engine's: a broken socket fails every
+//! command on it with an I/O error and the next call connects afresh; a
+//! reply past its deadline fails that command with a timeout and *retires*
+//! the connection (new operations get a new one) while commands already
+//! bound to it, such as an acquire's clean-up queued behind its `SET`, still
+//! go through it; a retired connection closes once no command waits on it.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::FutureExt;
+use redis::aio::ConnectionLike;
+use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use socket2::{Domain, SockAddr, Socket, Type};
+use tokio::sync::oneshot;
+
+use super::engine::{self, Due, Engine};
+use super::uv::{self, Handle, Uv};
+use crate::config::{Address, Endpoint};
+use crate::resp;
+
+type Reply = oneshot::Sender<RedisResult<Value>>;
+
+/// Most bytes read per readiness event, so one busy socket cannot hold the
+/// loop; the rest is read on the next turn (the poll stays readable).
+const READ_BUDGET: usize = 1 << 20;
+const READ_CHUNK: usize = 64 * 1024;
+/// Least time a retired connection stays open for late replies.
+const RETIRED_LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    Resolving,
+    Connecting,
+    Open,
+    Closed,
+}
+
+struct Pending {
+    /// `None` once the caller gave up (timed out); the reply is discarded.
+    tx: Option<Reply>,
+    deadline: Instant,
+    /// `AUTH`/`SELECT`: an error reply breaks the connection.
+    handshake: bool,
+}
+
+pub(crate) struct Conn {
+    id: u64,
+    endpoint: Arc<Endpoint>,
+    phase: Phase,
+    sock: Option<Socket>,
+    poll: *mut Handle,
+    events: i32,
+    /// Addresses still to try (a host name may resolve to several).
+    addrs: VecDeque<SocketAddr>,
+    connect_deadline: Instant,
+    out: Vec<u8>,
+    written: usize,
+    input: Vec<u8>,
+    pending: VecDeque<Pending>,
+    /// When a deadline check is on the wheel.
+    check_at: Option<Instant>,
+    retired: bool,
+    /// Operations waiting for the connection to be usable (connected and
+    /// past AUTH/SELECT): told the outcome once.
+    ready_waiters: Vec<oneshot::Sender<Result<(), String>>>,
+    /// Every AUTH/SELECT reply has come in (a later failure is "lost").
+    handshaken: bool,
+    /// Why it closed, for an operation that finds it closed.
+    error: Option<String>,
+}
+
+fn io_err(kind: io::ErrorKind, msg: String) -> RedisError {
+    RedisError::from(io::Error::new(kind, msg))
+}
+
+impl Conn {
+    /// A new connection to `endpoint`, connecting, with its handshake
+    /// queued. Registered as the endpoint's current connection.
+    fn open(engine: &Engine, endpoint: &Arc<Endpoint>) -> Rc<RefCell<Conn>> {
+        let id = engine.next_conn_id();
+        let now = Instant::now();
+        let mut conn = Conn {
+            id,
+            endpoint: Arc::clone(endpoint),
+            phase: Phase::Resolving,
+            sock: None,
+            poll: std::ptr::null_mut(),
+            events: 0,
+            addrs: VecDeque::new(),
+            connect_deadline: now + endpoint.connect_timeout,
+            out: Vec::with_capacity(READ_CHUNK),
+            written: 0,
+            input: Vec::with_capacity(READ_CHUNK),
+            pending: VecDeque::new(),
+            check_at: None,
+            retired: false,
+            ready_waiters: Vec::new(),
+            handshaken: false,
+            error: None,
+        };
+        if let Some(pass) = &endpoint.password {
+            let mut auth = redis::cmd("AUTH");
+            if let Some(user) = &endpoint.username {
+                auth.arg(user);
+            }
+            auth.arg(pass);
+            conn.queue_handshake(&auth);
+        }
+        if endpoint.db != 0 {
+            conn.queue_handshake(redis::cmd("SELECT").arg(endpoint.db));
+        }
+        let conn = Rc::new(RefCell::new(conn));
+        engine.conns.borrow_mut().insert(id, Rc::clone(&conn));
+        engine.current.borrow_mut().insert((**endpoint).clone(), id);
+        Conn::arm_check(&conn, engine);
+        match &endpoint.address {
+            Address::Unix(path) => match SockAddr::unix(path) {
+                Ok(addr) => Conn::connect_to(&conn, engine, addr),
+                Err(e) => Conn::fail(&conn, engine, io::ErrorKind::InvalidInput, &e.to_string()),
+            },
+            Address::Tcp { host, port } => match host.parse::<IpAddr>() {
+                Ok(ip) => {
+                    conn.borrow_mut()
+                        .addrs
+                        .push_back(SocketAddr::new(ip, *port));
+                    Conn::next_addr(&conn, engine);
+                }
+                Err(_) => Conn::resolve(&conn, engine, host.clone(), *port),
+            },
+        }
+        conn
+    }
+
+    /// Connected, and every AUTH/SELECT reply in.
+    fn is_ready(&self) -> bool {
+        self.phase == Phase::Open && !self.pending.iter().any(|p| p.handshake)
+    }
+
+    /// Tells waiting operations the connection is usable, if it is.
+    fn wake_ready(&mut self) {
+        if self.is_ready() {
+            self.handshaken = true;
+            for tx in self.ready_waiters.drain(..) {
+                let _ = tx.send(Ok(()));
+            }
+        }
+    }
+
+    fn queue_handshake(&mut self, cmd: &Cmd) {
+        cmd.write_packed_command(&mut self.out);
+        self.pending.push_back(Pending {
+            tx: None,
+            deadline: self.connect_deadline,
+            handshake: true,
+        });
+    }
+
+    /// Resolves `host` on a short-lived thread (getaddrinfo blocks), then
+    /// connects on this thread when the answer arrives.
+    fn resolve(conn: &Rc<RefCell<Conn>>, engine: &Engine, host: String, port: u16) {
+        let (tx, rx) = oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("redislock-rs-dns".into())
+            .spawn(move || {
+                let _ = tx.send((host.as_str(), port).to_socket_addrs().map(Vec::from_iter));
+            });
+        if let Err(e) = spawned {
+            return Conn::fail(conn, engine, io::ErrorKind::Other, &e.to_string());
+        }
+        let id = conn.borrow().id;
+        engine.spawn(Box::pin(async move {
+            let answer = rx.await;
+            let Some(engine) = engine::current() else {
+                return;
+            };
+            let Some(conn) = engine.conns.borrow().get(&id).cloned() else {
+                return;
+            };
+            match answer {
+                Ok(Ok(addrs)) if !addrs.is_empty() => {
+                    conn.borrow_mut().addrs.extend(addrs);
+                    Conn::next_addr(&conn, &engine);
+                }
+                Ok(Ok(_)) => Conn::fail(&conn, &engine, io::ErrorKind::NotFound, "no address"),
+                Ok(Err(e)) => Conn::fail(&conn, &engine, e.kind(), &e.to_string()),
+                Err(_) => Conn::fail(&conn, &engine, io::ErrorKind::Other, "resolver gone"),
+            }
+        }));
+    }
+
+    /// Tries the next resolved address, or fails when none is left.
+    fn next_addr(conn: &Rc<RefCell<Conn>>, engine: &Engine) {
+        let next = conn.borrow_mut().addrs.pop_front();
+        match next {
+            Some(addr) => Conn::connect_to(conn, engine, addr.into()),
+            None => Conn::fail(
+                conn,
+                engine,
+                io::ErrorKind::ConnectionRefused,
+                "no address left",
+            ),
+        }
+    }
+
+    fn connect_to(conn: &Rc<RefCell<Conn>>, engine: &Engine, addr: SockAddr) {
+        let started = (|| -> io::Result<Socket> {
+            let domain = if addr.is_unix() {
+                Domain::UNIX
+            } else {
+                Domain::for_address(addr.as_socket().ok_or(io::ErrorKind::InvalidInput)?)
+            };
+            let sock = Socket::new(domain, Type::STREAM, None)?;
+            sock.set_nonblocking(true)?;
+            if !addr.is_unix() {
+                sock.set_tcp_nodelay(true)?;
+            }
+            match sock.connect(&addr) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(EINPROGRESS) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            Ok(sock)
+        })();
+        let sock = match started {
+            Ok(sock) => sock,
+            Err(e) => {
+                let more = !conn.borrow().addrs.is_empty();
+                return if more {
+                    Conn::next_addr(conn, engine)
+                } else {
+                    Conn::fail(conn, engine, e.kind(), &e.to_string())
+                };
+            }
+        };
+        let mut c = conn.borrow_mut();
+        c.close_poll(engine.uv());
+        #[cfg(unix)]
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
+        // SAFETY: the loop is this thread's; the socket stays open until
+        // after this handle is closed (`close_poll` runs before any drop
+        // of `sock`).
+        let poll = unsafe {
+            engine
+                .uv()
+                .new_poll(engine.lp, fd, engine::id_as_data(c.id))
+        };
+        match poll {
+            Ok(handle) => {
+                c.poll = handle;
+                c.sock = Some(sock);
+                c.phase = Phase::Connecting;
+                drop(c);
+                Conn::set_events(conn, engine, uv::READABLE | uv::WRITABLE);
+            }
+            Err(e) => {
+                drop(c);
+                Conn::fail(conn, engine, io::ErrorKind::Other, &e);
+            }
+        }
+    }
+
+    fn set_events(conn: &Rc<RefCell<Conn>>, engine: &Engine, events: i32) {
+        let mut c = conn.borrow_mut();
+        if c.poll.is_null() || c.events == events {
+            return;
+        }
+        // SAFETY: `c.poll` is a live poll handle owned by this connection.
+        let started = unsafe { engine.uv().poll_start(c.poll, events, engine::on_poll) };
+        match started {
+            Ok(()) => c.events = events,
+            Err(e) => {
+                drop(c);
+                Conn::fail(conn, engine, io::ErrorKind::Other, &e);
+            }
+        }
+    }
+
+    fn close_poll(&mut self, uv: &Uv) {
+        if !self.poll.is_null() {
+            // SAFETY: the handle is live and owned by this connection; its
+            // close callback frees it; it is forgotten here so it is
+            // closed exactly once.
+            unsafe { uv.close(self.poll, close_poll_handle) };
+            self.poll = std::ptr::null_mut();
+            self.events = 0;
+        }
+    }
+
+    /// Closes the socket and fails whatever still waits on it. The one
+    /// close path of a connection.
+    pub(crate) fn close(&mut self, uv: &Uv) {
+        self.close_poll(uv);
+        self.sock = None;
+        self.phase = Phase::Closed;
+        for tx in self.ready_waiters.drain(..) {
+            let _ = tx.send(Err("the connection was closed".into()));
+        }
+        for p in self.pending.drain(..) {
+            if let Some(tx) = p.tx {
+                let _ = tx.send(Err(io_err(
+                    io::ErrorKind::ConnectionAborted,
+                    "the connection was closed".into(),
+                )));
+            }
+        }
+    }
+
+    /// Breaks the connection: every waiting command fails with this error,
+    /// the endpoint's next call connects afresh.
+    fn fail(conn: &Rc<RefCell<Conn>>, engine: &Engine, kind: io::ErrorKind, why: &str) {
+        let mut c = conn.borrow_mut();
+        let what = if c.handshaken { "lost" } else { "failed" };
+        let msg = format!(
+            "Redis connection to {} {what}: {why}",
+            c.endpoint.describe()
+        );
+        c.error = Some(msg.clone());
+        c.close_poll(engine.uv());
+        c.sock = None;
+        c.phase = Phase::Closed;
+        let pending: Vec<_> = c.pending.drain(..).collect();
+        let waiters = std::mem::take(&mut c.ready_waiters);
+        let id = c.id;
+        let endpoint = Arc::clone(&c.endpoint);
+        drop(c);
+        for tx in waiters {
+            let _ = tx.send(Err(msg.clone()));
+        }
+        Conn::forget(engine, id, &endpoint);
+        for p in pending {
+            if let Some(tx) = p.tx {
+                let _ = tx.send(Err(io_err(kind, msg.clone())));
+            }
+        }
+    }
+
+    fn forget(engine: &Engine, id: u64, endpoint: &Endpoint) {
+        engine.conns.borrow_mut().remove(&id);
+        Conn::retire_in(engine, id, endpoint);
+    }
+
+    fn retire_in(engine: &Engine, id: u64, endpoint: &Endpoint) {
+        let mut current = engine.current.borrow_mut();
+        if current.get(endpoint) == Some(&id) {
+            current.remove(endpoint);
+        }
+    }
+
+    /// Queues a command (written by `write`) expecting `replies` replies.
+    fn push(
+        conn: &Rc<RefCell<Conn>>,
+        engine: &Engine,
+        write: impl FnOnce(&mut Vec<u8>),
+        replies: usize,
+    ) -> Vec<oneshot::Receiver<RedisResult<Value>>> {
+        let mut c = conn.borrow_mut();
+        write(&mut c.out);
+        let deadline = Instant::now() + c.endpoint.command_timeout;
+        let mut rxs = Vec::with_capacity(replies);
+        for _ in 0..replies {
+            let (tx, rx) = oneshot::channel();
+            c.pending.push_back(Pending {
+                tx: Some(tx),
+                deadline,
+                handshake: false,
+            });
+            rxs.push(rx);
+        }
+        let open = c.phase == Phase::Open;
+        let id = c.id;
+        drop(c);
+        if open {
+            engine.mark_dirty(id);
+        }
+        Conn::arm_check(conn, engine);
+        rxs
+    }
+
+    /// Puts a deadline check on the wheel for the earliest live deadline,
+    /// unless one at or before it is there already. (An earlier check left
+    /// on the wheel fires harmlessly and re-arms.)
+    fn arm_check(conn: &Rc<RefCell<Conn>>, engine: &Engine) {
+        let mut c = conn.borrow_mut();
+        let next = if c.phase == Phase::Open {
+            c.pending
+                .iter()
+                .find(|p| p.tx.is_some() || p.handshake)
+                .map(|p| p.deadline)
+        } else {
+            Some(c.connect_deadline)
+        };
+        if let Some(at) = next.filter(|at| c.check_at.is_none_or(|armed| *at < armed)) {
+            c.check_at = Some(at);
+            let id = c.id;
+            drop(c);
+            engine.at(at, Due::Check(id));
+        }
+    }
+
+    /// The wheel says a deadline may have passed.
+    pub(crate) fn check_deadlines(conn: &Rc<RefCell<Conn>>, engine: &Engine, now: Instant) {
+        let mut c = conn.borrow_mut();
+        c.check_at = None;
+        if c.phase != Phase::Open {
+            if now >= c.connect_deadline {
+                let ms = c.endpoint.connect_timeout.as_millis();
+                drop(c);
+                return Conn::fail(
+                    conn,
+                    engine,
+                    io::ErrorKind::NotConnected,
+                    &format!("timed out after {ms} ms"),
+                );
+            }
+            drop(c);
+            return Conn::arm_check(conn, engine);
+        }
+        if c.pending.iter().any(|p| p.handshake && p.deadline <= now) {
+            let ms = c.endpoint.connect_timeout.as_millis();
+            drop(c);
+            return Conn::fail(
+                conn,
+                engine,
+                io::ErrorKind::NotConnected,
+                &format!("timed out after {ms} ms (no reply to AUTH/SELECT)"),
+            );
+        }
+        let mut expired = Vec::new();
+        for p in c.pending.iter_mut() {
+            if p.deadline > now {
+                break;
+            }
+            if let Some(tx) = p.tx.take() {
+                expired.push(tx);
+            }
+        }
+        if !expired.is_empty() && !c.retired {
+            c.retired = true;
+            let (id, endpoint) = (c.id, Arc::clone(&c.endpoint));
+            drop(c);
+            Conn::retire_in(engine, id, &endpoint);
+            c = conn.borrow_mut();
+        }
+        let ms = c.endpoint.command_timeout.as_millis();
+        let idle = c.pending.iter().all(|p| p.tx.is_none());
+        let (retired, id) = (c.retired, c.id);
+        drop(c);
+        for tx in expired {
+            let _ = tx.send(Err(io_err(
+                io::ErrorKind::TimedOut,
+                format!("no reply within {ms} ms"),
+            )));
+        }
+        if retired && idle {
+            // Nobody waits on it, but a clean-up may still be in flight
+            // behind what timed out (a slow link delivers both late): keep
+            // the socket a while for their replies, then close.
+            let mut c = conn.borrow_mut();
+            let linger = (c.endpoint.command_timeout * 5).max(RETIRED_LINGER);
+            let grace = c.pending.back().map_or(now, |p| p.deadline) + linger;
+            if now >= grace || c.pending.is_empty() {
+                let endpoint = Arc::clone(&c.endpoint);
+                c.close(engine.uv());
+                drop(c);
+                Conn::forget(engine, id, &endpoint);
+            } else {
+                c.check_at = Some(grace);
+                drop(c);
+                engine.at(grace, Due::Check(id));
+            }
+        } else {
+            Conn::arm_check(conn, engine);
+        }
+    }
+
+    /// Writes buffered output; what the socket does not take now waits for
+    /// writability.
+    pub(crate) fn flush(conn: &Rc<RefCell<Conn>>, engine: &Engine) {
+        let mut c = conn.borrow_mut();
+        if c.phase != Phase::Open {
+            return;
+        }
+        let mut failure = None;
+        while c.written < c.out.len() {
+            let Some(sock) = c.sock.as_ref() else { break };
+            match sock.send(&c.out[c.written..]) {
+                Ok(0) => {
+                    failure = Some((io::ErrorKind::WriteZero, "socket closed".to_owned()));
+                    break;
+                }
+                Ok(n) => c.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    failure = Some((e.kind(), e.to_string()));
+                    break;
+                }
+            }
+        }
+        if let Some((kind, why)) = failure {
+            drop(c);
+            return Conn::fail(conn, engine, kind, &why);
+        }
+        let events = if c.written == c.out.len() {
+            c.out.clear();
+            c.written = 0;
+            uv::READABLE
+        } else {
+            uv::READABLE | uv::WRITABLE
+        };
+        drop(c);
+        Conn::set_events(conn, engine, events);
+    }
+
+    /// A readiness event from the poll handle.
+    pub(crate) fn on_ready(conn: &Rc<RefCell<Conn>>, engine: &Engine, status: i32, events: i32) {
+        let phase = conn.borrow().phase;
+        if status < 0 && phase != Phase::Connecting {
+            return Conn::fail(
+                conn,
+                engine,
+                io::ErrorKind::Other,
+                &format!("poll error {status}"),
+            );
+        }
+        if phase == Phase::Connecting {
+            // libuv reports a failed connect as an error status (POLLERR);
+            // the socket says why.
+            if status >= 0 && events & uv::WRITABLE == 0 {
+                return;
+            }
+            let outcome = conn.borrow().sock.as_ref().map(Socket::take_error);
+            match outcome {
+                Some(Ok(None)) => {
+                    {
+                        let mut c = conn.borrow_mut();
+                        c.phase = Phase::Open;
+                        c.wake_ready();
+                    }
+                    Conn::flush(conn, engine);
+                    Conn::arm_check(conn, engine);
+                }
+                Some(Ok(Some(e))) | Some(Err(e)) => {
+                    if conn.borrow().addrs.is_empty() {
+                        return Conn::fail(conn, engine, e.kind(), &e.to_string());
+                    }
+                    return Conn::next_addr(conn, engine);
+                }
+                None => return,
+            }
+            return;
+        }
+        if phase != Phase::Open {
+            return;
+        }
+        if events & uv::READABLE != 0 {
+            Conn::read(conn, engine);
+        }
+        if events & uv::WRITABLE != 0 && conn.borrow().phase == Phase::Open {
+            Conn::flush(conn, engine);
+        }
+    }
+
+    fn read(conn: &Rc<RefCell<Conn>>, engine: &Engine) {
+        let mut c = conn.borrow_mut();
+        let mut total = 0;
+        let mut failure = None;
+        while total < READ_BUDGET {
+            let Conn { sock, input, .. } = &mut *c;
+            let Some(sock) = sock.as_ref() else { break };
+            input.reserve(READ_CHUNK);
+            let len = input.len();
+            match sock.recv(input.spare_capacity_mut()) {
+                Ok(0) => {
+                    failure = Some((io::ErrorKind::UnexpectedEof, "closed by the server".into()));
+                    break;
+                }
+                Ok(n) => {
+                    // SAFETY: recv initialised the first `n` bytes of the
+                    // spare capacity it was given.
+                    unsafe { input.set_len(len + n) };
+                    total += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    failure = Some((e.kind(), e.to_string()));
+                    break;
+                }
+            }
+        }
+        // Replies that arrived before a close are still delivered.
+        let mut replies = Vec::new();
+        let mut at = 0;
+        let mut bad = None;
+        loop {
+            match resp::frame(&c.input[at..]) {
+                Ok(Some(n)) => {
+                    match redis::parse_redis_value(&c.input[at..at + n]) {
+                        Ok(v) => replies.push(v),
+                        Err(e) => {
+                            bad = Some(e.to_string());
+                            break;
+                        }
+                    }
+                    at += n;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    bad = Some(e.0);
+                    break;
+                }
+            }
+        }
+        c.input.drain(..at);
+        let mut handshake_error = None;
+        let mut delivered = Vec::with_capacity(replies.len());
+        for value in replies {
+            let Some(p) = c.pending.pop_front() else {
+                bad = Some("a reply nobody asked for".into());
+                break;
+            };
+            if p.handshake {
+                if let Value::ServerError(e) = &value {
+                    let detail = e.details().unwrap_or("");
+                    handshake_error = Some(format!("AUTH/SELECT refused: {} {detail}", e.code()));
+                }
+            } else if let Some(tx) = p.tx {
+                delivered.push((tx, value));
+            }
+        }
+        if handshake_error.is_none() {
+            c.wake_ready();
+        }
+        let retired_idle = c.retired && c.pending.iter().all(|p| p.tx.is_none());
+        let (id, endpoint) = (c.id, Arc::clone(&c.endpoint));
+        drop(c);
+        for (tx, value) in delivered {
+            let _ = tx.send(Ok(value));
+        }
+        if let Some(why) = handshake_error {
+            return Conn::fail(conn, engine, io::ErrorKind::PermissionDenied, &why);
+        }
+        if let Some(why) = bad {
+            return Conn::fail(conn, engine, io::ErrorKind::InvalidData, &why);
+        }
+        if let Some((kind, why)) = failure {
+            return Conn::fail(conn, engine, kind, &why);
+        }
+        if retired_idle {
+            conn.borrow_mut().close(engine.uv());
+            Conn::forget(engine, id, &endpoint);
+        }
+    }
+}
+
+/// `EINPROGRESS`: a non-blocking connect under way.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const EINPROGRESS: i32 = 115;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const EINPROGRESS: i32 = 36;
+
+unsafe extern "C" fn close_poll_handle(h: *mut Handle) {
+    if let Some(uv) = uv::uv() {
+        // SAFETY: `h` was allocated for a poll handle and is now closed.
+        unsafe { uv.free(h, uv::POLL) };
+    }
+}
+
+/// One operation's view of the engine's connection to an endpoint: the
+/// `ConnectionLike` the lock logic runs on. It stays on the connection its
+/// first command went to while that one lives (so a clean-up follows its
+/// `SET`), and moves to the endpoint's current connection after a break.
+pub(crate) struct LoopConn {
+    endpoint: Arc<Endpoint>,
+    conn: Option<u64>,
+}
+
+impl LoopConn {
+    /// Binds to the endpoint's current connection (opening one if there is
+    /// none) and waits until it is usable. A failure here is the connect's
+    /// (`Error::Connection`), reported once: the lock logic's retry after a
+    /// broken connection is for commands, not for a server that is down.
+    pub(crate) async fn connect(endpoint: Arc<Endpoint>) -> crate::error::Result<LoopConn> {
+        let unavailable = || {
+            crate::error::Error::Connection("the JavaScript environment is shutting down".into())
+        };
+        let wait = {
+            let engine = engine::current().ok_or_else(unavailable)?;
+            let existing = engine.current.borrow().get(&*endpoint).copied();
+            let found = existing.and_then(|id| engine.conns.borrow().get(&id).cloned());
+            let conn = found.unwrap_or_else(|| Conn::open(&engine, &endpoint));
+            let mut c = conn.borrow_mut();
+            let id = c.id;
+            if c.phase == Phase::Closed {
+                // Failed at once (e.g. no such socket).
+                let why = c.error.clone().unwrap_or_else(|| "closed".into());
+                return Err(crate::error::Error::Connection(why));
+            }
+            if c.is_ready() {
+                None
+            } else {
+                let (tx, rx) = oneshot::channel();
+                c.ready_waiters.push(tx);
+                Some((id, rx))
+            }
+        };
+        let conn = match wait {
+            None => engine::current().and_then(|e| e.current.borrow().get(&*endpoint).copied()),
+            Some((id, rx)) => match rx.await {
+                Ok(Ok(())) => Some(id),
+                Ok(Err(why)) => return Err(crate::error::Error::Connection(why)),
+                Err(_) => return Err(unavailable()),
+            },
+        };
+        Ok(LoopConn { endpoint, conn })
+    }
+
+    fn submit(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>),
+        replies: usize,
+    ) -> RedisResult<Vec<oneshot::Receiver<RedisResult<Value>>>> {
+        let engine = engine::current().ok_or_else(|| {
+            io_err(
+                io::ErrorKind::NotConnected,
+                "the JavaScript environment is shutting down".into(),
+            )
+        })?;
+        let live = self
+            .conn
+            .and_then(|id| engine.conns.borrow().get(&id).cloned());
+        let conn = match live {
+            Some(conn) => conn,
+            None => {
+                let existing = engine.current.borrow().get(&*self.endpoint).copied();
+                let found = existing.and_then(|id| engine.conns.borrow().get(&id).cloned());
+                let conn = found.unwrap_or_else(|| Conn::open(&engine, &self.endpoint));
+                let c = conn.borrow();
+                self.conn = Some(c.id);
+                if c.phase == Phase::Closed {
+                    let why = c.error.clone().unwrap_or_else(|| "closed".into());
+                    return Err(io_err(io::ErrorKind::ConnectionRefused, why));
+                }
+                drop(c);
+                conn
+            }
+        };
+        Ok(Conn::push(&conn, &engine, write, replies))
+    }
+}
+
+async fn reply(rx: oneshot::Receiver<RedisResult<Value>>) -> RedisResult<Value> {
+    rx.await.unwrap_or_else(|_| {
+        Err(io_err(
+            io::ErrorKind::ConnectionAborted,
+            "the connection was closed".into(),
+        ))
+    })
+}
+
+impl ConnectionLike for LoopConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let submitted = self.submit(|out| cmd.write_packed_command(out), 1);
+        async move {
+            match submitted?.pop() {
+                Some(rx) => reply(rx).await,
+                None => Err(io_err(io::ErrorKind::Other, "no reply slot".into())),
+            }
+        }
+        .boxed()
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let submitted = self.submit(
+            |out| out.extend_from_slice(&pipeline.get_packed_pipeline()),
+            offset + count,
+        );
+        async move {
+            let mut values = Vec::with_capacity(count);
+            for (i, rx) in submitted?.into_iter().enumerate() {
+                let value = reply(rx).await?;
+                if i >= offset {
+                    values.push(value);
+                }
+            }
+            Ok(values)
+        }
+        .boxed()
+    }
+
+    fn get_db(&self) -> i64 {
+        self.endpoint.db
+    }
+}

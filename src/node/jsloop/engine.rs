@@ -1,0 +1,567 @@
+//! The JS-thread engine's state: one per thread that runs a JavaScript
+//! environment (the main thread, each worker), in a thread-local, driven
+//! entirely by that thread's own libuv loop.
+//!
+//! - an executor: operation futures are polled on this thread, first at
+//!   submission (so their command is buffered during the JavaScript call)
+//!   and then whenever a reply, a timer or an off-thread wake-up arrives;
+//! - a timer wheel behind one libuv timer: retry delays and reply deadlines;
+//! - the connections ([`super::conn`]), one per endpoint, each a socket
+//!   polled by a `uv_poll_t`;
+//! - a prepare hook that writes what was buffered during a JavaScript turn
+//!   before the loop blocks, and an async handle for wake-ups from other
+//!   threads (name resolution);
+//! - sinks: per JavaScript environment, the `onDone` function that receives
+//!   finished operations in batches, called through `napi_make_callback` so
+//!   promise reactions (microtasks) run right after.
+//!
+//! libuv handles carry no pointer into Rust memory (their data is unused or
+//! a connection id); everything is found through the thread-local, so a
+//! callback after shut-down finds nothing and does nothing. No handle is
+//! ref'd: liveness while operations are pending is JavaScript's job.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BinaryHeap, HashMap};
+use std::ffi::c_void;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+
+use super::conn::Conn;
+use super::uv::{self, Handle, Loop, Uv};
+use crate::config::Endpoint;
+
+pub(crate) type Task = Pin<Box<dyn Future<Output = ()>>>;
+
+/// What a wheel entry does when due.
+pub(crate) enum Due {
+    Wake(Waker),
+    /// Check a connection's deadlines.
+    Check(u64),
+}
+
+struct Entry {
+    at: Instant,
+    seq: u64,
+    due: Due,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    // Reversed: BinaryHeap is a max-heap and the earliest entry must be on top.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// The part of the engine other threads may touch: task ids to poll, and
+/// the async handle that wakes the loop for them.
+pub(crate) struct Remote {
+    ready: Mutex<Vec<u32>>,
+    owner: ThreadId,
+    /// The engine is draining its ready queue right now, so an on-thread
+    /// wake needs no loop wake-up.
+    processing: AtomicBool,
+    wake: Mutex<Option<AsyncPtr>>,
+}
+
+/// The engine's async handle, for `uv_async_send` from any thread.
+struct AsyncPtr(*mut Handle);
+
+// SAFETY: the pointer is only used for `uv_async_send`, which libuv
+// documents as safe to call from any thread, and only while it sits in
+// `Remote::wake`: shut-down takes it out under the same mutex before it
+// calls `uv_close`, so no thread can send on a closing handle.
+unsafe impl Send for AsyncPtr {}
+
+impl Remote {
+    fn lock_ready(&self) -> std::sync::MutexGuard<'_, Vec<u32>> {
+        self.ready.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn notify(&self) {
+        let guard = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+        if let (Some(handle), Some(uv)) = (guard.as_ref(), uv::uv()) {
+            // SAFETY: see `AsyncPtr`: the handle is live while in `wake`.
+            unsafe { uv.async_send(handle.0) };
+        }
+    }
+}
+
+struct TaskWaker {
+    id: u32,
+    remote: Arc<Remote>,
+}
+
+impl Wake for TaskWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.remote.lock_ready().push(self.id);
+        let on_thread = std::thread::current().id() == self.remote.owner;
+        if !on_thread || !self.remote.processing.load(Ordering::Acquire) {
+            self.remote.notify();
+        }
+    }
+}
+
+/// Finished operations of one environment, as its `onDone` receives them.
+#[derive(Default)]
+pub(crate) struct Done {
+    pub codes: Vec<u32>,
+    pub errors: Vec<String>,
+}
+
+/// Where one JavaScript environment's finished operations go.
+pub(crate) trait Sink {
+    fn done(&self) -> &RefCell<Done>;
+    /// Calls `onDone` with the batch (on this thread, in a callback scope).
+    fn deliver(&self, batch: Done);
+}
+
+pub(crate) struct Engine {
+    uv: &'static Uv,
+    pub(crate) lp: *mut Loop,
+    timer: *mut Handle,
+    prepare: *mut Handle,
+    wake: *mut Handle,
+    remote: Arc<Remote>,
+    tasks: RefCell<Vec<Option<Task>>>,
+    free_ids: RefCell<Vec<u32>>,
+    wheel: RefCell<BinaryHeap<Entry>>,
+    armed: Cell<Option<Instant>>,
+    seq: Cell<u64>,
+    pub(crate) conns: RefCell<HashMap<u64, Rc<RefCell<Conn>>>>,
+    /// The connection new operations on an endpoint use.
+    pub(crate) current: RefCell<HashMap<Endpoint, u64>>,
+    next_conn: Cell<u64>,
+    /// Connections with buffered output.
+    dirty: RefCell<Vec<u64>>,
+    prepare_on: Cell<bool>,
+    sinks: RefCell<Vec<Rc<dyn Sink>>>,
+}
+
+use std::rc::Rc;
+
+thread_local! {
+    static ENGINE: RefCell<Option<Rc<Engine>>> = const { RefCell::new(None) };
+}
+
+/// The engine of this thread, if one runs.
+pub(crate) fn current() -> Option<Rc<Engine>> {
+    ENGINE.with(|e| e.borrow().clone())
+}
+
+/// The engine of this thread, started on `lp` if none runs yet.
+pub(crate) fn start(lp: *mut Loop) -> Result<Rc<Engine>, String> {
+    if let Some(engine) = current() {
+        return Ok(engine);
+    }
+    let uv = uv::uv().ok_or("libuv is not available in this process")?;
+    let remote = Arc::new(Remote {
+        ready: Mutex::new(Vec::new()),
+        owner: std::thread::current().id(),
+        processing: AtomicBool::new(false),
+        wake: Mutex::new(None),
+    });
+    // SAFETY: `lp` is this thread's loop (from napi_get_uv_event_loop in
+    // the calling environment); each handle is closed once, in `shut_down`.
+    let (timer, prepare, wake) = unsafe {
+        let timer = uv.new_timer(lp, std::ptr::null_mut())?;
+        let prepare = match uv.new_prepare(lp, std::ptr::null_mut()) {
+            Ok(h) => h,
+            Err(e) => {
+                uv.close(timer, close_timer);
+                return Err(e);
+            }
+        };
+        let wake = match uv.new_async(lp, std::ptr::null_mut(), on_async) {
+            Ok(h) => h,
+            Err(e) => {
+                uv.close(timer, close_timer);
+                uv.close(prepare, close_prepare);
+                return Err(e);
+            }
+        };
+        (timer, prepare, wake)
+    };
+    *remote.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(AsyncPtr(wake));
+    let engine = Rc::new(Engine {
+        uv,
+        lp,
+        timer,
+        prepare,
+        wake,
+        remote,
+        tasks: RefCell::new(Vec::new()),
+        free_ids: RefCell::new(Vec::new()),
+        wheel: RefCell::new(BinaryHeap::new()),
+        armed: Cell::new(None),
+        seq: Cell::new(0),
+        conns: RefCell::new(HashMap::new()),
+        current: RefCell::new(HashMap::new()),
+        next_conn: Cell::new(1),
+        dirty: RefCell::new(Vec::new()),
+        prepare_on: Cell::new(false),
+        sinks: RefCell::new(Vec::new()),
+    });
+    ENGINE.with(|e| *e.borrow_mut() = Some(Rc::clone(&engine)));
+    Ok(engine)
+}
+
+unsafe extern "C" fn close_timer(h: *mut Handle) {
+    if let Some(uv) = uv::uv() {
+        uv.free(h, uv::TIMER);
+    }
+}
+unsafe extern "C" fn close_prepare(h: *mut Handle) {
+    if let Some(uv) = uv::uv() {
+        uv.free(h, uv::PREPARE);
+    }
+}
+unsafe extern "C" fn close_async(h: *mut Handle) {
+    if let Some(uv) = uv::uv() {
+        uv.free(h, uv::ASYNC);
+    }
+}
+
+impl Engine {
+    pub(crate) fn uv(&self) -> &'static Uv {
+        self.uv
+    }
+
+    pub(crate) fn add_sink(&self, sink: Rc<dyn Sink>) {
+        self.sinks.borrow_mut().push(sink);
+    }
+
+    /// Forgets `sink` (its environment is going away); shuts the engine
+    /// down when it was the last one.
+    pub(crate) fn remove_sink(&self, sink: &Rc<dyn Sink>) {
+        let empty = {
+            let mut sinks = self.sinks.borrow_mut();
+            sinks.retain(|s| !Rc::ptr_eq(s, sink));
+            sinks.is_empty()
+        };
+        if empty {
+            self.shut_down();
+        }
+    }
+
+    /// Closes every handle and socket and drops every task. The one close
+    /// path of the engine's libuv handles.
+    fn shut_down(&self) {
+        ENGINE.with(|e| e.borrow_mut().take());
+        *self.remote.wake.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let conns: Vec<_> = self.conns.borrow_mut().drain().map(|(_, c)| c).collect();
+        for conn in conns {
+            conn.borrow_mut().close(self.uv);
+        }
+        // Dropping tasks may run destructors that look for the engine: it
+        // is already gone from the thread-local, so they find nothing.
+        let tasks = std::mem::take(&mut *self.tasks.borrow_mut());
+        drop(tasks);
+        self.wheel.borrow_mut().clear();
+        // SAFETY: the three handles were created in `start`, are live, and
+        // are closed here exactly once (the engine is no longer reachable).
+        unsafe {
+            self.uv.close(self.timer, close_timer);
+            self.uv.close(self.prepare, close_prepare);
+            self.uv.close(self.wake, close_async);
+        }
+    }
+
+    /// Runs `task` on this thread: polled once now, then on wake-ups.
+    pub(crate) fn spawn(&self, task: Task) {
+        let id = match self.free_ids.borrow_mut().pop() {
+            Some(id) => id,
+            None => {
+                let mut tasks = self.tasks.borrow_mut();
+                tasks.push(None);
+                (tasks.len() - 1) as u32
+            }
+        };
+        self.tasks.borrow_mut()[id as usize] = Some(task);
+        self.poll_task(id);
+        // An operation may be finished already (bad arguments): deliver it
+        // on the next loop turn, never inside the JavaScript call.
+        if self
+            .sinks
+            .borrow()
+            .iter()
+            .any(|s| !s.done().borrow().codes.is_empty())
+        {
+            self.remote.notify();
+        }
+    }
+
+    fn poll_task(&self, id: u32) {
+        let Some(mut task) = self
+            .tasks
+            .borrow_mut()
+            .get_mut(id as usize)
+            .and_then(Option::take)
+        else {
+            return; // finished already: a stale wake-up
+        };
+        let waker = Waker::from(Arc::new(TaskWaker {
+            id,
+            remote: Arc::clone(&self.remote),
+        }));
+        let mut cx = Context::from_waker(&waker);
+        match task.as_mut().poll(&mut cx) {
+            Poll::Ready(()) => self.free_ids.borrow_mut().push(id),
+            Poll::Pending => {
+                if let Some(slot) = self.tasks.borrow_mut().get_mut(id as usize) {
+                    *slot = Some(task);
+                }
+            }
+        }
+    }
+
+    fn run_ready(&self) {
+        self.remote.processing.store(true, Ordering::Release);
+        // Bounded: a task that wakes itself forever cannot starve the loop.
+        for _ in 0..64 {
+            let ids = std::mem::take(&mut *self.remote.lock_ready());
+            if ids.is_empty() {
+                break;
+            }
+            for id in ids {
+                self.poll_task(id);
+            }
+        }
+        self.remote.processing.store(false, Ordering::Release);
+        if !self.remote.lock_ready().is_empty() {
+            self.remote.notify();
+        }
+    }
+
+    /// Runs what is ready, hands finished operations to JavaScript, writes
+    /// what that JavaScript issued. Called at the end of every callback.
+    fn turn(&self) {
+        for _ in 0..8 {
+            self.run_ready();
+            let sinks: Vec<Rc<dyn Sink>> = self.sinks.borrow().clone();
+            let mut delivered = false;
+            for sink in sinks {
+                let batch = std::mem::take(&mut *sink.done().borrow_mut());
+                if !batch.codes.is_empty() {
+                    delivered = true;
+                    sink.deliver(batch);
+                }
+            }
+            self.flush();
+            if !delivered && self.remote.lock_ready().is_empty() {
+                break;
+            }
+        }
+    }
+
+    /// A new connection id.
+    pub(crate) fn next_conn_id(&self) -> u64 {
+        let id = self.next_conn.get();
+        self.next_conn.set(id + 1);
+        id
+    }
+
+    /// `conn` has output to write before the loop blocks.
+    pub(crate) fn mark_dirty(&self, conn: u64) {
+        self.dirty.borrow_mut().push(conn);
+        if !self.prepare_on.replace(true) {
+            // SAFETY: `prepare` is live until shut-down, which also removes
+            // the engine from reach.
+            unsafe { self.uv.prepare_start(self.prepare, on_prepare) };
+        }
+    }
+
+    fn flush(&self) {
+        loop {
+            let dirty = std::mem::take(&mut *self.dirty.borrow_mut());
+            if dirty.is_empty() {
+                break;
+            }
+            for id in dirty {
+                let conn = self.conns.borrow().get(&id).cloned();
+                if let Some(conn) = conn {
+                    Conn::flush(&conn, self);
+                }
+            }
+        }
+    }
+
+    /// Schedules `due` at `at` on the wheel.
+    pub(crate) fn at(&self, at: Instant, due: Due) {
+        let seq = self.seq.get();
+        self.seq.set(seq + 1);
+        self.wheel.borrow_mut().push(Entry { at, seq, due });
+        if self.armed.get().is_none_or(|armed| at < armed) {
+            self.arm(at);
+        }
+    }
+
+    fn arm(&self, at: Instant) {
+        let wait = at.saturating_duration_since(Instant::now());
+        // libuv counts whole milliseconds; round up so a timer never fires
+        // before its deadline.
+        let ms = wait.as_nanos().div_ceil(1_000_000) as u64;
+        self.armed.set(Some(at));
+        // SAFETY: `timer` is live until shut-down.
+        unsafe { self.uv.timer_start(self.timer, on_timer, ms) };
+    }
+
+    fn fire_due(&self) {
+        let now = Instant::now();
+        self.armed.set(None);
+        loop {
+            let next = {
+                let mut wheel = self.wheel.borrow_mut();
+                match wheel.peek() {
+                    Some(e) if e.at <= now => wheel.pop(),
+                    _ => None,
+                }
+            };
+            let Some(entry) = next else { break };
+            match entry.due {
+                Due::Wake(waker) => waker.wake(),
+                Due::Check(id) => {
+                    let conn = self.conns.borrow().get(&id).cloned();
+                    if let Some(conn) = conn {
+                        Conn::check_deadlines(&conn, self, now);
+                    }
+                }
+            }
+        }
+        let next = self.wheel.borrow().peek().map(|e| e.at);
+        if let Some(at) = next {
+            self.arm(at);
+        }
+    }
+}
+
+/// Runs `f` on this thread's engine inside one engine turn.
+fn with_turn(f: impl FnOnce(&Engine)) {
+    if let Some(engine) = current() {
+        let guarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            f(&engine);
+            engine.turn();
+        }));
+        // A panic must not unwind into libuv (undefined behaviour); the
+        // operations it concerned settle through their own guards.
+        drop(guarded);
+    }
+}
+
+unsafe extern "C" fn on_timer(_h: *mut Handle) {
+    with_turn(|e| e.fire_due());
+}
+
+unsafe extern "C" fn on_prepare(_h: *mut Handle) {
+    with_turn(|e| {
+        e.prepare_on.set(false);
+        // SAFETY: `prepare` is live while the engine is reachable.
+        unsafe { e.uv.prepare_stop(e.prepare) };
+    });
+}
+
+unsafe extern "C" fn on_async(_h: *mut Handle) {
+    with_turn(|_| {});
+}
+
+/// A readiness event on connection `data` (its id, not a pointer).
+pub(crate) unsafe extern "C" fn on_poll(h: *mut Handle, status: i32, events: i32) {
+    let Some(uv) = uv::uv() else { return };
+    // SAFETY: `h` is the live poll handle libuv is calling back for.
+    let id = unsafe { uv.data(h) } as usize as u64;
+    with_turn(|e| {
+        let conn = e.conns.borrow().get(&id).cloned();
+        if let Some(conn) = conn {
+            Conn::on_ready(&conn, e, status, events);
+        }
+    });
+}
+
+/// A connection id as handle data.
+pub(crate) fn id_as_data(id: u64) -> *mut c_void {
+    id as usize as *mut c_void
+}
+
+/// [`crate::timer::Timer`] on the engine's wheel.
+pub(crate) struct LoopTimer;
+
+impl crate::timer::Timer for LoopTimer {
+    fn sleep(&self, duration: Duration) -> futures_util::future::BoxFuture<'static, ()> {
+        Sleep {
+            at: Instant::now() + duration,
+            scheduled: false,
+        }
+        .boxed()
+    }
+}
+
+struct Sleep {
+    at: Instant,
+    scheduled: bool,
+}
+
+impl Future for Sleep {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if Instant::now() >= self.at {
+            return Poll::Ready(());
+        }
+        if !self.scheduled {
+            let Some(engine) = current() else {
+                // No engine (shut down): nothing will ever wake us; end now.
+                return Poll::Ready(());
+            };
+            engine.at(self.at, Due::Wake(cx.waker().clone()));
+            self.scheduled = true;
+        }
+        Poll::Pending
+    }
+}
+
+/// Runs `op` as an operation of `sink`: its outcome is reported as
+/// operation `id`, and a panic inside it settles it as an internal error.
+pub(crate) fn spawn_op<F>(engine: &Engine, sink: Rc<dyn Sink>, id: u32, op: F)
+where
+    F: Future<Output = crate::error::Result<bool>> + 'static,
+{
+    engine.spawn(Box::pin(async move {
+        let outcome = std::panic::AssertUnwindSafe(op)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                Err(crate::error::Error::Internal(
+                    "redislock-rs hit an internal error (a Rust panic, caught); please report it"
+                        .into(),
+                ))
+            });
+        let mut done = sink.done().borrow_mut();
+        match outcome {
+            Ok(acted) => done.codes.push(id << 2 | u32::from(acted)),
+            Err(err) => {
+                done.codes.push(id << 2 | 2);
+                done.errors.push(crate::node::wire_message(&err));
+            }
+        }
+    }));
+}

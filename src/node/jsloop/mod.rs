@@ -1,0 +1,233 @@
+//! The JS-thread engine: lock operations run on the calling thread's own
+//! libuv loop, so an operation crosses no thread. `LoopEngine` is its napi
+//! face, with the same methods as the tokio engine's `Completer`; see
+//! engine.rs for the state and conn.rs for the connections.
+
+mod conn;
+mod engine;
+mod uv;
+
+use std::cell::RefCell;
+use std::ptr;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi::sys;
+use napi_derive::napi;
+
+use super::RedisConnection;
+use crate::lock::{self, AcquireOptions};
+use conn::LoopConn;
+use engine::{Done, LoopTimer, Sink};
+
+type DoneArgs = FnArgs<(Vec<u32>, Vec<String>)>;
+
+/// One environment's `onDone`, held weakly, and the async context its
+/// calls run in.
+struct JsSink {
+    env: sys::napi_env,
+    on_done: sys::napi_ref,
+    context: sys::napi_async_context,
+    done: RefCell<Done>,
+}
+
+impl Sink for JsSink {
+    fn done(&self) -> &RefCell<Done> {
+        &self.done
+    }
+
+    fn deliver(&self, batch: Done) {
+        // SAFETY: called on the environment's own thread from a libuv
+        // callback, i.e. outside any JavaScript frame: a handle scope is
+        // opened for the values made here and closed before returning;
+        // `napi_make_callback` gives the call a callback scope, so promise
+        // reactions run when it returns (nodejs/node#15604). `env`,
+        // `on_done` and `context` live until the environment's cleanup
+        // hook, which also removes this sink from the engine first.
+        unsafe {
+            let env = self.env;
+            let mut scope = ptr::null_mut();
+            if sys::napi_open_handle_scope(env, &mut scope) != sys::Status::napi_ok {
+                return;
+            }
+            let mut func = ptr::null_mut();
+            sys::napi_get_reference_value(env, self.on_done, &mut func);
+            if !func.is_null() {
+                let codes = Vec::<u32>::to_napi_value(env, batch.codes);
+                let errors = Vec::<String>::to_napi_value(env, batch.errors);
+                let mut recv = ptr::null_mut();
+                sys::napi_get_global(env, &mut recv);
+                if let (Ok(codes), Ok(errors)) = (codes, errors) {
+                    let argv = [codes, errors];
+                    let mut result = ptr::null_mut();
+                    let status = sys::napi_make_callback(
+                        env,
+                        self.context,
+                        recv,
+                        func,
+                        2,
+                        argv.as_ptr(),
+                        &mut result,
+                    );
+                    if status == sys::Status::napi_pending_exception {
+                        // onDone threw (a bug): surface it as Node would.
+                        let mut exception = ptr::null_mut();
+                        sys::napi_get_and_clear_last_exception(env, &mut exception);
+                        sys::napi_fatal_exception(env, exception);
+                    }
+                }
+            }
+            sys::napi_close_handle_scope(env, scope);
+        }
+    }
+}
+
+/// Runs lock operations on this thread's loop and reports them to
+/// `onDone(codes, errors)` exactly like `Completer`.
+#[napi]
+pub struct LoopEngine {
+    sink: Rc<JsSink>,
+}
+
+#[napi]
+impl LoopEngine {
+    /// Whether this process's libuv can be used (not in Bun or Deno, not on
+    /// Windows yet).
+    #[napi(catch_unwind)]
+    pub fn available() -> bool {
+        cfg!(unix) && uv::uv().is_some()
+    }
+
+    #[napi(constructor, catch_unwind)]
+    pub fn new(env: Env, on_done: Function<DoneArgs, ()>) -> napi::Result<Self> {
+        if !LoopEngine::available() {
+            return Err(napi::Error::from_reason(
+                "the JS-thread engine needs libuv, which this runtime does not provide",
+            ));
+        }
+        let lp = env.get_uv_event_loop()?.cast();
+        let engine = engine::start(lp).map_err(napi::Error::from_reason)?;
+        let raw_env = env.raw();
+        let mut on_done_ref = ptr::null_mut();
+        let mut context = ptr::null_mut();
+        // SAFETY: inside a napi call on this environment's thread, with the
+        // call's handle scope open; the reference (weak: count 0) and the
+        // async context are released in the cleanup hook below.
+        unsafe {
+            let func = Function::<DoneArgs, ()>::to_napi_value(raw_env, on_done)?;
+            check(sys::napi_create_reference(
+                raw_env,
+                func,
+                0,
+                &mut on_done_ref,
+            ))?;
+            let mut name = ptr::null_mut();
+            check(sys::napi_create_string_utf8(
+                raw_env,
+                c"redislock-rs".as_ptr(),
+                12,
+                &mut name,
+            ))?;
+            check(sys::napi_async_init(
+                raw_env,
+                ptr::null_mut(),
+                name,
+                &mut context,
+            ))?;
+        }
+        let sink = Rc::new(JsSink {
+            env: raw_env,
+            on_done: on_done_ref,
+            context,
+            done: RefCell::new(Done::default()),
+        });
+        let as_sink: Rc<dyn Sink> = sink.clone();
+        engine.add_sink(Rc::clone(&as_sink));
+        env.add_env_cleanup_hook(as_sink, move |sink| {
+            if let Some(engine) = engine::current() {
+                engine.remove_sink(&sink);
+            }
+            // SAFETY: the environment is being torn down on its own thread;
+            // these two were made for it in this constructor and are
+            // released exactly once, here.
+            unsafe {
+                sys::napi_delete_reference(raw_env, on_done_ref);
+                sys::napi_async_destroy(raw_env, context);
+            }
+        })?;
+        Ok(LoopEngine { sink })
+    }
+
+    /// `acquire` as operation `id` (see `lock::acquire`): `true` when held.
+    #[napi(catch_unwind)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn acquire(
+        &self,
+        conn: &RedisConnection,
+        id: u32,
+        key: String,
+        token: String,
+        ttl: f64,
+        retries: f64,
+        delay: f64,
+    ) {
+        let endpoint = Arc::clone(&conn.endpoint);
+        self.run(id, async move {
+            let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
+            let mut c = LoopConn::connect(endpoint).await?;
+            lock::acquire(&mut c, &LoopTimer, &key, &token, &opts).await
+        });
+    }
+
+    /// `release` as operation `id` (see `lock::release`): `false` when not ours.
+    #[napi(catch_unwind)]
+    pub fn release(&self, conn: &RedisConnection, id: u32, key: String, token: String) {
+        let endpoint = Arc::clone(&conn.endpoint);
+        self.run(id, async move {
+            let mut c = LoopConn::connect(endpoint).await?;
+            lock::release(&mut c, &key, &token).await
+        });
+    }
+
+    /// `extend` as operation `id` (see `lock::extend`): `false` when not ours.
+    #[napi(catch_unwind)]
+    pub fn extend(&self, conn: &RedisConnection, id: u32, key: String, token: String, ms: f64) {
+        let endpoint = Arc::clone(&conn.endpoint);
+        self.run(id, async move {
+            let ms = lock::extension_from_number(ms)?;
+            let mut c = LoopConn::connect(endpoint).await?;
+            lock::extend(&mut c, &key, &token, ms).await
+        });
+    }
+}
+
+impl LoopEngine {
+    fn run<F>(&self, id: u32, op: F)
+    where
+        F: std::future::Future<Output = crate::error::Result<bool>> + 'static,
+    {
+        let sink: Rc<dyn Sink> = self.sink.clone();
+        match engine::current() {
+            Some(engine) => engine::spawn_op(&engine, sink, id, op),
+            None => {
+                let err = crate::error::Error::Internal(
+                    "the JS-thread engine has shut down (environment exiting)".into(),
+                );
+                let mut done = sink.done().borrow_mut();
+                done.codes.push(id << 2 | 2);
+                done.errors.push(super::wire_message(&err));
+            }
+        }
+    }
+}
+
+fn check(status: sys::napi_status) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::from_reason(format!(
+            "Node-API call failed (status {status})"
+        )))
+    }
+}
