@@ -1,12 +1,15 @@
 'use strict'
 
 /**
- * The JavaScript-side contenders. Each one opens ONE Redis connection that
- * all of its workers share, and hands out workers whose `cycle()` does one
- * acquire + release (uncontended) or acquire-with-retries, a critical section
- * and a release (contended).
+ * The contenders. Each one, in its own process (child.js), opens ONE Redis
+ * connection that all of its workers share, and hands out workers whose
+ * `cycle()` does one acquire + release (uncontended) or acquire-with-retries,
+ * a critical section and a release (contended).
  *
- * open(port) resolves to { worker(key), contended(key, {delay, csMs}), close() }.
+ * A contender is {id, label, js, env, open({host, port})}: `js` marks the
+ * JavaScript libraries the targets compare against, `env` is added to the
+ * child's environment, and open resolves to
+ * { worker(key), contended(key, {delay, csMs}), close() }.
  */
 
 const { randomUUID } = require('crypto')
@@ -15,9 +18,11 @@ const { setTimeout: sleep } = require('timers/promises')
 const TTL = 10000
 const DEL_IF_EQUAL = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  return redis.call('DEL', KEYS[1])\nend\nreturn 0"
 
-function ioredisClient (port) {
+const version = (pkg) => { try { return require(`${pkg}/package.json`).version } catch (_) { return '?' } }
+
+function ioredisClient ({ host, port }, extra = {}) {
   const Redis = require('ioredis')
-  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 1 })
+  const client = new Redis({ host, port, lazyConnect: true, maxRetriesPerRequest: 1, ...extra })
   return client.connect().then(() => client)
 }
 
@@ -25,45 +30,72 @@ function closeIoredis (client) {
   return client.quit().catch(() => client.disconnect())
 }
 
+/** A lock with redislock's interface (acquire(key), release()) as workers. */
+function lockWorkers (makeLock) {
+  return {
+    worker (key) {
+      const lock = makeLock({ retries: 0, delay: 50 })
+      return { cycle: () => lock.acquire(key).then(() => lock.release()) }
+    },
+    contended (key, { delay, csMs }) {
+      const lock = makeLock({ retries: -1, delay })
+      return {
+        async cycle () {
+          await lock.acquire(key)
+          await sleep(csMs)
+          await lock.release()
+        }
+      }
+    }
+  }
+}
+
+/** redislock-rs, this package, with the engine `engine` ('js' or 'tokio'). */
+function redislockRs (id, engine, label) {
+  return {
+    id,
+    label,
+    js: false,
+    engine,
+    env: { REDISLOCK_RS_ENGINE: engine },
+    async open ({ host, port }) {
+      const lib = require('..')
+      const make = (o) => lib.createLock({ host, port }, { timeout: TTL, ...o })
+      // Connect once outside the measurements.
+      const probe = make({ retries: 0 })
+      await probe.acquire(`bench:rs:probe:${process.pid}`)
+      await probe.release()
+      return { ...lockWorkers(make), close: async () => {} }
+    }
+  }
+}
+
 /** redislock 1.3.0 over a node_redis v3 client (what it was written for). */
 const redislock = {
   id: 'redislock',
   label: 'redislock@1.3.0 (redis@3)',
-  async open (port) {
+  js: true,
+  async open ({ host, port }) {
     const redis3 = require('redis3')
-    const client = redis3.createClient({ host: '127.0.0.1', port })
+    const client = redis3.createClient({ host, port })
     await new Promise((resolve, reject) => { client.once('ready', resolve); client.once('error', reject) })
-    const redislockLib = require('redislock')
-    return {
-      worker (key) {
-        const lock = redislockLib.createLock(client, { timeout: TTL, retries: 0, delay: 50 })
-        return { cycle: () => lock.acquire(key).then(() => lock.release()) }
-      },
-      contended (key, { delay, csMs }) {
-        const lock = redislockLib.createLock(client, { timeout: TTL, retries: -1, delay })
-        return {
-          async cycle () {
-            await lock.acquire(key)
-            await sleep(csMs)
-            await lock.release()
-          }
-        }
-      },
-      close: () => new Promise((resolve) => client.quit(() => resolve()))
-    }
+    const lib = require('redislock')
+    const make = (o) => lib.createLock(client, { timeout: TTL, ...o })
+    return { ...lockWorkers(make), close: () => new Promise((resolve) => client.quit(() => resolve())) }
   }
 }
 
 /** redlock (latest), single instance, with ioredis. */
 const redlock = {
   id: 'redlock',
-  label: 'redlock@' + require('redlock/package.json').version + ' (ioredis, 1 instance)',
-  async open (port) {
-    const client = await ioredisClient(port)
+  label: `redlock@${version('redlock')} (ioredis, 1 instance)`,
+  js: true,
+  async open (target) {
+    const client = await ioredisClient(target)
     const Redlock = require('redlock')
     const plain = new Redlock([client], { retryCount: 10, retryDelay: 50, retryJitter: 0 })
     plain.on('clientError', () => {})
-    const waiters = new Map()
+    const waiters = new Map() // retry delay -> one Redlock shared by the workers
     return {
       worker (key) {
         return { cycle: () => plain.lock(key, TTL).then((l) => l.unlock()) }
@@ -91,9 +123,10 @@ const redlock = {
 /** redis-semaphore's Mutex with ioredis (auto-refresh off, like redislock). */
 const semaphore = {
   id: 'redis-semaphore',
-  label: 'redis-semaphore@' + require('redis-semaphore/package.json').version + ' Mutex (ioredis)',
-  async open (port) {
-    const client = await ioredisClient(port)
+  label: `redis-semaphore@${version('redis-semaphore')} Mutex (ioredis)`,
+  js: true,
+  async open (target) {
+    const client = await ioredisClient(target)
     const { Mutex } = require('redis-semaphore')
     return {
       worker (key) {
@@ -119,68 +152,48 @@ const semaphore = {
  * The JavaScript floor: what any Redis lock must do, written directly on
  * ioredis: SET key token PX ttl NX, then EVALSHA compare-and-delete.
  */
-const floor = {
-  id: 'js-floor',
-  label: 'JS floor: raw ioredis SET NX + EVALSHA',
-  async open (port) {
-    const client = await ioredisClient(port)
-    const sha = await client.script('LOAD', DEL_IF_EQUAL)
-    return {
-      worker (key) {
-        const token = randomUUID()
-        return {
-          async cycle () {
-            if (await client.set(key, token, 'PX', TTL, 'NX') !== 'OK') throw new Error('floor: lock held')
-            await client.evalsha(sha, 1, key, token)
+function rawIoredis (id, label, extra) {
+  return {
+    id,
+    label,
+    js: true,
+    async open (target) {
+      const client = await ioredisClient(target, extra)
+      const sha = await client.script('LOAD', DEL_IF_EQUAL)
+      return {
+        worker (key) {
+          const token = randomUUID()
+          return {
+            async cycle () {
+              if (await client.set(key, token, 'PX', TTL, 'NX') !== 'OK') throw new Error(`${id}: lock held`)
+              await client.evalsha(sha, 1, key, token)
+            }
           }
-        }
-      },
-      contended (key, { delay, csMs }) {
-        const token = randomUUID()
-        return {
-          async cycle () {
-            while (await client.set(key, token, 'PX', TTL, 'NX') !== 'OK') await sleep(delay)
-            await sleep(csMs)
-            await client.evalsha(sha, 1, key, token)
+        },
+        contended (key, { delay, csMs }) {
+          const token = randomUUID()
+          return {
+            async cycle () {
+              while (await client.set(key, token, 'PX', TTL, 'NX') !== 'OK') await sleep(delay)
+              await sleep(csMs)
+              await client.evalsha(sha, 1, key, token)
+            }
           }
-        }
-      },
-      close: () => closeIoredis(client)
+        },
+        close: () => closeIoredis(client)
+      }
     }
   }
 }
 
-/** redislock-rs, this package (one shared native connection per endpoint). */
-const rs = {
-  id: 'redislock-rs',
-  label: 'redislock-rs (this package)',
-  async open (port) {
-    const lib = require('..')
-    const url = `redis://127.0.0.1:${port}`
-    // Connect once outside the measurements.
-    const probe = lib.createLock(url, { timeout: TTL })
-    await probe.acquire('bench:rs:probe')
-    await probe.release()
-    return {
-      worker (key) {
-        const lock = lib.createLock(url, { timeout: TTL, retries: 0, delay: 50 })
-        return { cycle: () => lock.acquire(key).then(() => lock.release()) }
-      },
-      contended (key, { delay, csMs }) {
-        const lock = lib.createLock(url, { timeout: TTL, retries: -1, delay })
-        return {
-          async cycle () {
-            await lock.acquire(key)
-            await sleep(csMs)
-            await lock.release()
-          }
-        }
-      },
-      close: async () => {}
-    }
-  }
-}
+const ALL = [
+  redislockRs('redislock-rs', 'js', 'redislock-rs, JS-thread engine'),
+  redislockRs('redislock-rs-tokio', 'tokio', 'redislock-rs, tokio engine'),
+  redislock,
+  redlock,
+  semaphore,
+  rawIoredis('js-floor', 'JS floor: raw ioredis SET NX + EVALSHA'),
+  rawIoredis('js-floor-autopipe', 'raw ioredis, enableAutoPipelining', { enableAutoPipelining: true })
+]
 
-const ALL = [redislock, redlock, semaphore, floor, rs]
-
-module.exports = { ALL, byId: Object.fromEntries(ALL.map((c) => [c.id, c])), DEL_IF_EQUAL, TTL, ioredisClient, closeIoredis }
+module.exports = { ALL, byId: Object.fromEntries(ALL.map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }

@@ -1,9 +1,9 @@
 'use strict'
 
 /**
- * Measuring helpers: run workers for a while, collect cycles/s, latency
+ * Measuring helpers: run workers for a while and collect cycles/s, latency
  * percentiles, CPU (JavaScript main thread and whole process) and Redis
- * command counts (INFO commandstats) for the measured interval.
+ * command counts for the measured interval; combine repeated measurements.
  */
 
 const fs = require('fs')
@@ -20,15 +20,14 @@ function jsThreadCpuNs () {
   }
 }
 
-/** INFO commandstats as {command: calls}, without INFO itself. */
-async function commandStats (admin) {
-  const text = await admin.info('commandstats')
-  const out = {}
-  for (const line of text.split('\n')) {
-    const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim())
-    if (m && m[1] !== 'info') out[m[1]] = Number(m[2])
+/** The names of this process's threads (Linux), e.g. ['node', 'libuv-worker', ...]. */
+function threadNames () {
+  try {
+    return fs.readdirSync('/proc/self/task')
+      .map((t) => { try { return fs.readFileSync(`/proc/self/task/${t}/comm`, 'utf8').trim() } catch (_) { return '' } })
+  } catch (_) {
+    return null
   }
-  return out
 }
 
 function statsDelta (before, after) {
@@ -64,11 +63,12 @@ class Samples {
 /**
  * Runs `workers` (objects with cycle()) concurrently for `durationMs`; each
  * worker starts a new cycle until the time is up, and the measurement ends
- * when every worker has finished its last cycle.
+ * when every worker has finished its last cycle. `stats` (optional) is an
+ * async function returning the server's {command: calls}.
  */
-async function runWorkers (workers, durationMs, admin) {
+async function runWorkers (workers, durationMs, stats) {
   const lat = new Samples()
-  const before = admin ? await commandStats(admin) : null
+  const before = stats ? await stats() : null
   let stop = false
   let cycles = 0
   const cpu0 = process.cpuUsage()
@@ -92,18 +92,18 @@ async function runWorkers (workers, durationMs, admin) {
   const elapsedNs = Number(hr() - t0)
   const js1 = jsThreadCpuNs()
   const cpu = process.cpuUsage(cpu0)
-  const after = admin ? await commandStats(admin) : null
+  const delta = stats ? statsDelta(before, await stats()) : {}
   const sorted = lat.sorted()
-  const delta = admin ? statsDelta(before, after) : {}
   const calls = Object.values(delta).reduce((a, b) => a + b, 0)
   return {
     cycles,
+    seconds: elapsedNs / 1e9,
     cyclesPerSec: cycles / (elapsedNs / 1e9),
     p50: percentile(sorted, 0.5),
     p99: percentile(sorted, 0.99),
     jsCpuUs: (js1 - js0) / 1e3 / cycles,
     procCpuUs: (cpu.user + cpu.system) / cycles,
-    callsPerCycle: calls / cycles,
+    callsPerCycle: stats ? calls / cycles : NaN,
     commands: Object.fromEntries(Object.entries(delta).map(([k, v]) => [k, v / cycles]))
   }
 }
@@ -128,8 +128,8 @@ function summarize (runs) {
   const cmds = {}
   for (const r of runs) for (const [k, v] of Object.entries(r.commands || {})) (cmds[k] = cmds[k] || []).push(v)
   out.commands = Object.fromEntries(Object.entries(cmds).map(([k, v]) => [k, median(v)]))
-  if (runs[0] && runs[0].command) out.command = runs[0].command
+  for (const f of ['command', 'engine']) if (runs[0] && runs[0][f] !== undefined) out[f] = runs[0][f]
   return out
 }
 
-module.exports = { runWorkers, summarize, median, commandStats, statsDelta, jsThreadCpuNs }
+module.exports = { runWorkers, summarize, median, statsDelta, jsThreadCpuNs, threadNames }

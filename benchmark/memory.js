@@ -1,8 +1,9 @@
 'use strict'
 
 /**
- * Memory scenario, run in a fresh process per contender:
- *   node --expose-gc benchmark/memory.js <contender> <port> <cycles> <workers>
+ * Memory scenario, run in a fresh process per contender (with the
+ * contender's env, e.g. REDISLOCK_RS_ENGINE):
+ *   node --expose-gc benchmark/memory.js <contender> <host> <port> <cycles> <workers>
  * Warms up, then runs <cycles> acquire+release cycles on <workers> workers
  * (distinct keys), forcing GC and reading heap/RSS after the warm-up, half
  * way and at the end. Prints one JSON line.
@@ -11,13 +12,13 @@
 const { byId } = require('./contenders')
 
 async function main () {
-  const [id, portText, cyclesText, workersText] = process.argv.slice(2)
+  const [id, host, portText, cyclesText, workersText] = process.argv.slice(2)
   if (typeof global.gc !== 'function') throw new Error('run with --expose-gc')
   const contender = byId[id]
   const port = Number(portText)
   const total = Number(cyclesText)
   const nWorkers = Number(workersText) || 16
-  const inst = await contender.open(port)
+  const inst = await contender.open({ host, port })
   const workers = Array.from({ length: nWorkers }, (_, i) => inst.worker(`bench:mem:${id}:${i}`))
 
   async function run (n) {

@@ -594,10 +594,16 @@ impl Conn {
                     break;
                 }
                 Ok(n) => {
+                    let asked = input.capacity() - len;
                     // SAFETY: recv initialised the first `n` bytes of the
                     // spare capacity it was given.
                     unsafe { input.set_len(len + n) };
                     total += n;
+                    if n < asked {
+                        // The socket is drained (a short read); the poll is
+                        // level-triggered and reports anything newer.
+                        break;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -144,7 +144,8 @@ pub(crate) struct Engine {
     prepare: *mut Handle,
     wake: *mut Handle,
     remote: Arc<Remote>,
-    tasks: RefCell<Vec<Option<Task>>>,
+    /// Live tasks by id, each with its waker (made once per task).
+    tasks: RefCell<Vec<Option<(Task, Waker)>>>,
     free_ids: RefCell<Vec<u32>>,
     wheel: RefCell<BinaryHeap<Entry>>,
     armed: Cell<Option<Instant>>,
@@ -298,7 +299,11 @@ impl Engine {
                 (tasks.len() - 1) as u32
             }
         };
-        self.tasks.borrow_mut()[id as usize] = Some(task);
+        let waker = Waker::from(Arc::new(TaskWaker {
+            id,
+            remote: Arc::clone(&self.remote),
+        }));
+        self.tasks.borrow_mut()[id as usize] = Some((task, waker));
         self.poll_task(id);
         // An operation may be finished already (bad arguments): deliver it
         // on the next loop turn, never inside the JavaScript call.
@@ -313,7 +318,7 @@ impl Engine {
     }
 
     fn poll_task(&self, id: u32) {
-        let Some(mut task) = self
+        let Some((mut task, waker)) = self
             .tasks
             .borrow_mut()
             .get_mut(id as usize)
@@ -321,23 +326,18 @@ impl Engine {
         else {
             return; // finished already: a stale wake-up
         };
-        let waker = Waker::from(Arc::new(TaskWaker {
-            id,
-            remote: Arc::clone(&self.remote),
-        }));
         let mut cx = Context::from_waker(&waker);
         match task.as_mut().poll(&mut cx) {
             Poll::Ready(()) => self.free_ids.borrow_mut().push(id),
             Poll::Pending => {
                 if let Some(slot) = self.tasks.borrow_mut().get_mut(id as usize) {
-                    *slot = Some(task);
+                    *slot = Some((task, waker));
                 }
             }
         }
     }
 
     fn run_ready(&self) {
-        self.remote.processing.store(true, Ordering::Release);
         // Bounded: a task that wakes itself forever cannot starve the loop.
         for _ in 0..64 {
             let ids = std::mem::take(&mut *self.remote.lock_ready());
@@ -347,10 +347,6 @@ impl Engine {
             for id in ids {
                 self.poll_task(id);
             }
-        }
-        self.remote.processing.store(false, Ordering::Release);
-        if !self.remote.lock_ready().is_empty() {
-            self.remote.notify();
         }
     }
 
@@ -459,10 +455,19 @@ impl Engine {
 /// Runs `f` on this thread's engine inside one engine turn.
 fn with_turn(f: impl FnOnce(&Engine)) {
     if let Some(engine) = current() {
+        // Wake-ups from here on are picked up by this turn: no loop wake-up.
+        let outer = engine.remote.processing.swap(true, Ordering::AcqRel);
         let guarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             f(&engine);
             engine.turn();
         }));
+        if !outer {
+            engine.remote.processing.store(false, Ordering::Release);
+            // Anything woken after the turn's last look goes to the next one.
+            if !engine.remote.lock_ready().is_empty() {
+                engine.remote.notify();
+            }
+        }
         // A panic must not unwind into libuv (undefined behaviour); the
         // operations it concerned settle through their own guards.
         drop(guarded);
