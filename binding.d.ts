@@ -17,16 +17,16 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class Completer {
   constructor(onDone: (arg: DoneArgs) => void)
   /** `acquire` as operation `id` (see `lock::acquire`): `true` when held. */
-  acquire(conn: RedisConnection, id: number, key: string, token: string, ttl: number, retries: number, delay: number): void
+  acquire(endpoint: number, id: number, key: string, token: string, ttl: number, retries: number, delay: number): void
   /** `release` as operation `id` (see `lock::release`): `false` when not ours. */
-  release(conn: RedisConnection, id: number, key: string, token: string): void
+  release(endpoint: number, id: number, key: string, token: string): void
   /** `extend` as operation `id` (see `lock::extend`): `false` when not ours. */
-  extend(conn: RedisConnection, id: number, key: string, token: string, ms: number): void
+  extend(endpoint: number, id: number, key: string, token: string, ms: number): void
 }
 
 /**
- * Runs lock operations on this thread's loop and reports them to
- * `onDone(codes, errors)` exactly like `Completer`.
+ * Registers this environment's `onDone(codes, errors)`, which receives
+ * the environment's finished operations exactly as from `Completer`.
  */
 export declare class LoopEngine {
   /**
@@ -35,20 +35,13 @@ export declare class LoopEngine {
    */
   static available(): boolean
   constructor(onDone: (arg: DoneArgs) => void)
-  /** `acquire` as operation `id` (see `lock::acquire`): `true` when held. */
-  acquire(conn: RedisConnection, id: number, key: string, token: string, ttl: number, retries: number, delay: number): void
-  /** `release` as operation `id` (see `lock::release`): `false` when not ours. */
-  release(conn: RedisConnection, id: number, key: string, token: string): void
-  /** `extend` as operation `id` (see `lock::extend`): `false` when not ours. */
-  extend(conn: RedisConnection, id: number, key: string, token: string, ms: number): void
 }
 
-/**
- * A handle on the shared connection for one endpoint: the tokio engine's
- * shared connection, and the endpoint the JS-thread engine connects to.
- */
+/** Names an endpoint; JavaScript passes its `id` with each operation. */
 export declare class RedisConnection {
   constructor(options: ConnectOptions)
+  /** The endpoint's id, for the engines' operation calls. */
+  get id(): number
   /**
    * Whether the JS-thread engine can serve this endpoint (TLS is served
    * by the tokio engine for now).
@@ -83,3 +76,21 @@ export interface ConnectOptions {
   /** Bound on one command's reply, in ms (default 2000). */
   commandTimeout?: number
 }
+
+/**
+ * `acquire` as operation `id` on the JS-thread engine (see
+ * `lock::acquire`): `true` when held.
+ */
+export declare function loopAcquire(endpoint: number, id: number, key: string, token: string, ttl: number, retries: number, delay: number): void
+
+/**
+ * `extend` as operation `id` on the JS-thread engine (see `lock::extend`):
+ * `false` when not ours.
+ */
+export declare function loopExtend(endpoint: number, id: number, key: string, token: string, ms: number): void
+
+/**
+ * `release` as operation `id` on the JS-thread engine (see
+ * `lock::release`): `false` when not ours.
+ */
+export declare function loopRelease(endpoint: number, id: number, key: string, token: string): void

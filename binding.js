@@ -838,3 +838,6 @@ module.exports = nativeBinding
 module.exports.Completer = nativeBinding.Completer
 module.exports.LoopEngine = nativeBinding.LoopEngine
 module.exports.RedisConnection = nativeBinding.RedisConnection
+module.exports.loopAcquire = nativeBinding.loopAcquire
+module.exports.loopExtend = nativeBinding.loopExtend
+module.exports.loopRelease = nativeBinding.loopRelease

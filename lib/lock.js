@@ -9,12 +9,15 @@ const { randomUUID } = require('crypto')
 const inspect = require('util').inspect
 const Promise = require('bluebird')
 const { RedisConnection } = require('./native')
-const { start } = require('./operations')
+const { start, engineFor } = require('./operations')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
 const { readClient, CLIENT_KINDS } = require('./clients')
 
 // Hidden per-lock state: symbols stay out of Object.keys(lock).
-const kNative = Symbol('redislock-rs.connection')
+// The engine that runs this lock's operations, and the endpoint's id it
+// takes with each call (see operations.js).
+const kEngine = Symbol('redislock-rs.engine')
+const kEndpoint = Symbol('redislock-rs.endpoint')
 // The client's key prefix (node_redis v3 `prefix`, ioredis `keyPrefix`):
 // Redis sees prefix + key, as it would from the client; the user, messages
 // and `_key` see the key as given, as with redislock.
@@ -22,8 +25,8 @@ const kPrefix = Symbol('redislock-rs.keyPrefix')
 const kBusy = Symbol('redislock-rs.acquiring')
 
 /**
- * `{ native, prefix }` (the native connection and the key prefix) for client
- * objects and URL strings we have seen.
+ * `{ engine, endpoint, prefix }` (the engine, the endpoint's id and the key
+ * prefix) for client objects and URL strings we have seen.
  */
 const byClient = new WeakMap()
 const byUrl = new Map()
@@ -40,7 +43,7 @@ function targetFor (client) {
       const why = String(err && err.message).replace(/^\[[A-Z_]+\] /, '')
       throw new TypeError(`createLock expects ${CLIENT_KINDS}; got unusable settings: ${why}`, { cause: err })
     }
-    target = { native, prefix }
+    target = { engine: engineFor(native), endpoint: native.id, prefix }
     if (cache) cache.set(client, target)
   }
   return target
@@ -102,7 +105,8 @@ class Lock {
     this._locked = false
     this._key = null
     this._client = client
-    this[kNative] = target.native
+    this[kEngine] = target.engine
+    this[kEndpoint] = target.endpoint
     this[kPrefix] = target.prefix
     this[kBusy] = false
     options = options || {}
@@ -126,8 +130,8 @@ class Lock {
     }
     this[kBusy] = true
     const lock = this
-    const p = start(settleAcquire, this, key, this[kNative], function (engine, id) {
-      engine.acquire(lock[kNative], id, lock[kPrefix] + key, lock._id, lock.timeout, lock.retries, lock.delay)
+    const p = start(settleAcquire, this, key, function (id) {
+      lock[kEngine].acquire(lock[kEndpoint], id, lock[kPrefix] + key, lock._id, lock.timeout, lock.retries, lock.delay)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -142,8 +146,8 @@ class Lock {
     }
     const lock = this
     const key = this._key
-    const p = start(settleRelease, this, key, this[kNative], function (engine, id) {
-      engine.release(lock[kNative], id, lock[kPrefix] + key, lock._id)
+    const p = start(settleRelease, this, key, function (id) {
+      lock[kEngine].release(lock[kEndpoint], id, lock[kPrefix] + key, lock._id)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -165,8 +169,8 @@ class Lock {
     }
     const lock = this
     const key = this._key
-    const p = start(settleExtend, this, key, this[kNative], function (engine, id) {
-      engine.extend(lock[kNative], id, lock[kPrefix] + key, lock._id, time)
+    const p = start(settleExtend, this, key, function (id) {
+      lock[kEngine].extend(lock[kEndpoint], id, lock[kPrefix] + key, lock._id, time)
     })
     return fn === undefined ? p : p.nodeify(fn)
   }

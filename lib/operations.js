@@ -19,7 +19,7 @@
  */
 
 const Promise = require('bluebird')
-const { Completer, LoopEngine } = require('./native')
+const { Completer, LoopEngine, loopAcquire, loopRelease, loopExtend } = require('./native')
 
 const ENGINES = ['js', 'tokio']
 const requested = process.env.REDISLOCK_RS_ENGINE || undefined
@@ -41,9 +41,21 @@ let inflight = 0
 let tokioEngine = null
 let loopEngine = null
 
-/** The engine for operations on `native` (a RedisConnection). */
+/**
+ * The engine for operations on `native` (a RedisConnection): an object with
+ * `acquire`/`release`/`extend(endpointId, id, ...)`. Chosen once per
+ * connection object (see lock.js).
+ */
 function engineFor (native) {
-  if (useLoop && native.loopable) return loopEngine || (loopEngine = new LoopEngine(onDone))
+  if (useLoop && native.loopable) {
+    if (loopEngine === null) {
+      // Registers this environment's onDone; the operations are plain
+      // functions (no class to unwrap per call).
+      new LoopEngine(onDone) // eslint-disable-line no-new
+      loopEngine = { acquire: loopAcquire, release: loopRelease, extend: loopExtend }
+    }
+    return loopEngine
+  }
   return tokioEngine || (tokioEngine = new Completer(onDone))
 }
 
@@ -78,11 +90,10 @@ function onDone (codes, errors) {
 }
 
 /**
- * Starts an operation on `native`: `submit(engine, id)` makes the native
- * call, and `settle(lock, key, done, err, resolve, reject)` runs when it
- * finishes.
+ * Starts an operation: `submit(id)` makes the native call, and
+ * `settle(lock, key, done, err, resolve, reject)` runs when it finishes.
  */
-function start (settle, lock, key, native, submit) {
+function start (settle, lock, key, submit) {
   const id = freeIds.length > 0 ? freeIds.pop() : slots.length
   const slot = [settle, lock, key, null, null]
   const p = new Promise(function (resolve, reject) {
@@ -90,7 +101,7 @@ function start (settle, lock, key, native, submit) {
     slot[4] = reject
   })
   try {
-    submit(engineFor(native), id)
+    submit(id)
   } catch (err) {
     // The native call refused its arguments (e.g. a lock field set to a
     // string by hand): reject through the promise like any other failure.
@@ -103,4 +114,4 @@ function start (settle, lock, key, native, submit) {
   return p
 }
 
-module.exports = { start, defaultEngine }
+module.exports = { start, engineFor, defaultEngine }

@@ -21,7 +21,7 @@ use napi::threadsafe_function::{
 };
 use napi_derive::napi;
 
-use super::{wire_message, RedisConnection};
+use super::{target, wire_message};
 use crate::error::{Error as CoreError, Result};
 use crate::lock::{self, AcquireOptions};
 
@@ -184,7 +184,7 @@ impl Completer {
     #[allow(clippy::too_many_arguments)]
     pub fn acquire(
         &self,
-        conn: &RedisConnection,
+        endpoint: u32,
         id: u32,
         key: String,
         token: String,
@@ -192,8 +192,8 @@ impl Completer {
         retries: f64,
         delay: f64,
     ) {
-        let inner = Arc::clone(&conn.inner);
         self.shared.run(id, async move {
+            let inner = target(endpoint)?.shared.clone();
             let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
             let mut c = inner.get().await?;
             lock::acquire(&mut c, &crate::timer::TokioTimer, &key, &token, &opts).await
@@ -202,9 +202,9 @@ impl Completer {
 
     /// `release` as operation `id` (see `lock::release`): `false` when not ours.
     #[napi(catch_unwind)]
-    pub fn release(&self, conn: &RedisConnection, id: u32, key: String, token: String) {
-        let inner = Arc::clone(&conn.inner);
+    pub fn release(&self, endpoint: u32, id: u32, key: String, token: String) {
         self.shared.run(id, async move {
+            let inner = target(endpoint)?.shared.clone();
             let mut c = inner.get().await?;
             lock::release(&mut c, &key, &token).await
         });
@@ -212,9 +212,9 @@ impl Completer {
 
     /// `extend` as operation `id` (see `lock::extend`): `false` when not ours.
     #[napi(catch_unwind)]
-    pub fn extend(&self, conn: &RedisConnection, id: u32, key: String, token: String, ms: f64) {
-        let inner = Arc::clone(&conn.inner);
+    pub fn extend(&self, endpoint: u32, id: u32, key: String, token: String, ms: f64) {
         self.shared.run(id, async move {
+            let inner = target(endpoint)?.shared.clone();
             let ms = lock::extension_from_number(ms)?;
             let mut c = inner.get().await?;
             lock::extend(&mut c, &key, &token, ms).await

@@ -6,9 +6,13 @@
 //! runs lock operations on it and reports their outcomes in batches.
 
 mod completer;
+// The napi registrations are what use the JS-thread engine; a `cargo test`
+// build of the lib has none.
+#[cfg_attr(test, allow(dead_code))]
 mod jsloop;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -82,12 +86,56 @@ impl From<ConnectOptions> for EndpointSpec {
     }
 }
 
-/// A handle on the shared connection for one endpoint: the tokio engine's
-/// shared connection, and the endpoint the JS-thread engine connects to.
+/// An endpoint named by some `RedisConnection`, with the tokio engine's
+/// shared connection to it.
+#[cfg_attr(test, allow(dead_code))]
+pub(crate) struct Target {
+    pub(crate) endpoint: Arc<Endpoint>,
+    pub(crate) shared: Arc<SharedConnection>,
+}
+
+/// Every endpoint named so far, by a small id that JavaScript passes with
+/// each operation: the hot path neither unwraps a class nor hashes an
+/// endpoint. Equal endpoints get the same id (and so share connections).
+/// Entries live as long as the process; there is one per distinct server,
+/// database and identity.
+#[derive(Default)]
+struct Targets {
+    by_id: Vec<Arc<Target>>,
+    ids: HashMap<Endpoint, u32>,
+}
+
+static TARGETS: LazyLock<Mutex<Targets>> = LazyLock::new(Mutex::default);
+
+fn intern(endpoint: Endpoint) -> napi::Result<u32> {
+    let mut t = TARGETS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(id) = t.ids.get(&endpoint) {
+        return Ok(*id);
+    }
+    let id =
+        u32::try_from(t.by_id.len()).map_err(|_| napi::Error::from_reason("too many endpoints"))?;
+    t.by_id.push(Arc::new(Target {
+        endpoint: Arc::new(endpoint.clone()),
+        shared: SharedConnection::shared(endpoint.clone()),
+    }));
+    t.ids.insert(endpoint, id);
+    Ok(id)
+}
+
+/// The endpoint with id `id`, or an error for an id no connection made.
+pub(crate) fn target(id: u32) -> crate::error::Result<Arc<Target>> {
+    let t = TARGETS.lock().unwrap_or_else(|p| p.into_inner());
+    t.by_id
+        .get(id as usize)
+        .cloned()
+        .ok_or_else(|| CoreError::InvalidArgument(format!("unknown endpoint id {id}")))
+}
+
+/// Names an endpoint; JavaScript passes its `id` with each operation.
 #[napi]
 pub struct RedisConnection {
-    pub(crate) inner: Arc<SharedConnection>,
-    pub(crate) endpoint: Arc<Endpoint>,
+    id: u32,
+    loopable: bool,
 }
 
 #[napi]
@@ -95,16 +143,23 @@ impl RedisConnection {
     #[napi(constructor, catch_unwind)]
     pub fn new(options: ConnectOptions) -> napi::Result<Self> {
         let endpoint = Endpoint::resolve(options.into()).map_err(to_napi)?;
+        let loopable = endpoint.tls.is_none();
         Ok(RedisConnection {
-            inner: SharedConnection::shared(endpoint.clone()),
-            endpoint: Arc::new(endpoint),
+            id: intern(endpoint)?,
+            loopable,
         })
+    }
+
+    /// The endpoint's id, for the engines' operation calls.
+    #[napi(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     /// Whether the JS-thread engine can serve this endpoint (TLS is served
     /// by the tokio engine for now).
     #[napi(getter)]
     pub fn loopable(&self) -> bool {
-        self.endpoint.tls.is_none()
+        self.loopable
     }
 }

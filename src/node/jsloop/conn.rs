@@ -62,6 +62,8 @@ struct Pending {
 
 pub(crate) struct Conn {
     id: u64,
+    /// The endpoint's id (see `node::RedisConnection::id`) and settings.
+    endpoint_id: u32,
     endpoint: Arc<Endpoint>,
     phase: Phase,
     sock: Option<Socket>,
@@ -93,11 +95,12 @@ fn io_err(kind: io::ErrorKind, msg: String) -> RedisError {
 impl Conn {
     /// A new connection to `endpoint`, connecting, with its handshake
     /// queued. Registered as the endpoint's current connection.
-    fn open(engine: &Engine, endpoint: &Arc<Endpoint>) -> Rc<RefCell<Conn>> {
+    fn open(engine: &Engine, endpoint_id: u32, endpoint: &Arc<Endpoint>) -> Rc<RefCell<Conn>> {
         let id = engine.next_conn_id();
         let now = Instant::now();
         let mut conn = Conn {
             id,
+            endpoint_id,
             endpoint: Arc::clone(endpoint),
             phase: Phase::Resolving,
             sock: None,
@@ -128,7 +131,7 @@ impl Conn {
         }
         let conn = Rc::new(RefCell::new(conn));
         engine.conns.borrow_mut().insert(id, Rc::clone(&conn));
-        engine.current.borrow_mut().insert((**endpoint).clone(), id);
+        engine.current.borrow_mut().insert(endpoint_id, id);
         Conn::arm_check(&conn, engine);
         match &endpoint.address {
             Address::Unix(path) => match SockAddr::unix(path) {
@@ -339,12 +342,12 @@ impl Conn {
         let pending: Vec<_> = c.pending.drain(..).collect();
         let waiters = std::mem::take(&mut c.ready_waiters);
         let id = c.id;
-        let endpoint = Arc::clone(&c.endpoint);
+        let endpoint = c.endpoint_id;
         drop(c);
         for tx in waiters {
             let _ = tx.send(Err(msg.clone()));
         }
-        Conn::forget(engine, id, &endpoint);
+        Conn::forget(engine, id, endpoint);
         for p in pending {
             if let Some(tx) = p.tx {
                 let _ = tx.send(Err(io_err(kind, msg.clone())));
@@ -352,15 +355,15 @@ impl Conn {
         }
     }
 
-    fn forget(engine: &Engine, id: u64, endpoint: &Endpoint) {
+    fn forget(engine: &Engine, id: u64, endpoint: u32) {
         engine.conns.borrow_mut().remove(&id);
         Conn::retire_in(engine, id, endpoint);
     }
 
-    fn retire_in(engine: &Engine, id: u64, endpoint: &Endpoint) {
+    fn retire_in(engine: &Engine, id: u64, endpoint: u32) {
         let mut current = engine.current.borrow_mut();
-        if current.get(endpoint) == Some(&id) {
-            current.remove(endpoint);
+        if current.get(&endpoint) == Some(&id) {
+            current.remove(&endpoint);
         }
     }
 
@@ -454,9 +457,9 @@ impl Conn {
         }
         if !expired.is_empty() && !c.retired {
             c.retired = true;
-            let (id, endpoint) = (c.id, Arc::clone(&c.endpoint));
+            let (id, endpoint) = (c.id, c.endpoint_id);
             drop(c);
-            Conn::retire_in(engine, id, &endpoint);
+            Conn::retire_in(engine, id, endpoint);
             c = conn.borrow_mut();
         }
         let ms = c.endpoint.command_timeout.as_millis();
@@ -477,10 +480,10 @@ impl Conn {
             let linger = (c.endpoint.command_timeout * 5).max(RETIRED_LINGER);
             let grace = c.pending.back().map_or(now, |p| p.deadline) + linger;
             if now >= grace || c.pending.is_empty() {
-                let endpoint = Arc::clone(&c.endpoint);
+                let endpoint = c.endpoint_id;
                 c.close(engine.uv());
                 drop(c);
-                Conn::forget(engine, id, &endpoint);
+                Conn::forget(engine, id, endpoint);
             } else {
                 c.check_at = Some(grace);
                 drop(c);
@@ -657,7 +660,7 @@ impl Conn {
             c.wake_ready();
         }
         let retired_idle = c.retired && c.pending.iter().all(|p| p.tx.is_none());
-        let (id, endpoint) = (c.id, Arc::clone(&c.endpoint));
+        let (id, endpoint) = (c.id, c.endpoint_id);
         drop(c);
         for (tx, value) in delivered {
             let _ = tx.send(Ok(value));
@@ -673,7 +676,7 @@ impl Conn {
         }
         if retired_idle {
             conn.borrow_mut().close(engine.uv());
-            Conn::forget(engine, id, &endpoint);
+            Conn::forget(engine, id, endpoint);
         }
     }
 }
@@ -696,6 +699,7 @@ unsafe extern "C" fn close_poll_handle(h: *mut Handle) {
 /// first command went to while that one lives (so a clean-up follows its
 /// `SET`), and moves to the endpoint's current connection after a break.
 pub(crate) struct LoopConn {
+    endpoint_id: u32,
     endpoint: Arc<Endpoint>,
     conn: Option<u64>,
 }
@@ -705,39 +709,41 @@ impl LoopConn {
     /// none) and waits until it is usable. A failure here is the connect's
     /// (`Error::Connection`), reported once: the lock logic's retry after a
     /// broken connection is for commands, not for a server that is down.
-    pub(crate) async fn connect(endpoint: Arc<Endpoint>) -> crate::error::Result<LoopConn> {
+    pub(crate) async fn connect(endpoint_id: u32) -> crate::error::Result<LoopConn> {
         let unavailable = || {
             crate::error::Error::Connection("the JavaScript environment is shutting down".into())
         };
-        let wait = {
+        let (endpoint, id, wait) = {
             let engine = engine::current().ok_or_else(unavailable)?;
-            let existing = engine.current.borrow().get(&*endpoint).copied();
+            let endpoint = engine.endpoint(endpoint_id)?;
+            let existing = engine.current.borrow().get(&endpoint_id).copied();
             let found = existing.and_then(|id| engine.conns.borrow().get(&id).cloned());
-            let conn = found.unwrap_or_else(|| Conn::open(&engine, &endpoint));
+            let conn = found.unwrap_or_else(|| Conn::open(&engine, endpoint_id, &endpoint));
             let mut c = conn.borrow_mut();
-            let id = c.id;
             if c.phase == Phase::Closed {
                 // Failed at once (e.g. no such socket).
                 let why = c.error.clone().unwrap_or_else(|| "closed".into());
                 return Err(crate::error::Error::Connection(why));
             }
-            if c.is_ready() {
-                None
-            } else {
+            let wait = (!c.is_ready()).then(|| {
                 let (tx, rx) = oneshot::channel();
                 c.ready_waiters.push(tx);
-                Some((id, rx))
-            }
+                rx
+            });
+            (endpoint, c.id, wait)
         };
-        let conn = match wait {
-            None => engine::current().and_then(|e| e.current.borrow().get(&*endpoint).copied()),
-            Some((id, rx)) => match rx.await {
-                Ok(Ok(())) => Some(id),
+        if let Some(rx) = wait {
+            match rx.await {
+                Ok(Ok(())) => {}
                 Ok(Err(why)) => return Err(crate::error::Error::Connection(why)),
                 Err(_) => return Err(unavailable()),
-            },
-        };
-        Ok(LoopConn { endpoint, conn })
+            }
+        }
+        Ok(LoopConn {
+            endpoint_id,
+            endpoint,
+            conn: Some(id),
+        })
     }
 
     fn submit(
@@ -757,9 +763,10 @@ impl LoopConn {
         let conn = match live {
             Some(conn) => conn,
             None => {
-                let existing = engine.current.borrow().get(&*self.endpoint).copied();
+                let existing = engine.current.borrow().get(&self.endpoint_id).copied();
                 let found = existing.and_then(|id| engine.conns.borrow().get(&id).cloned());
-                let conn = found.unwrap_or_else(|| Conn::open(&engine, &self.endpoint));
+                let conn =
+                    found.unwrap_or_else(|| Conn::open(&engine, self.endpoint_id, &self.endpoint));
                 let c = conn.borrow();
                 self.conn = Some(c.id);
                 if c.phase == Phase::Closed {

@@ -132,6 +132,8 @@ pub(crate) struct Done {
 
 /// Where one JavaScript environment's finished operations go.
 pub(crate) trait Sink {
+    /// The environment (`napi_env`) it belongs to.
+    fn env(&self) -> *mut c_void;
     fn done(&self) -> &RefCell<Done>;
     /// Calls `onDone` with the batch (on this thread, in a callback scope).
     fn deliver(&self, batch: Done);
@@ -151,8 +153,9 @@ pub(crate) struct Engine {
     armed: Cell<Option<Instant>>,
     seq: Cell<u64>,
     pub(crate) conns: RefCell<HashMap<u64, Rc<RefCell<Conn>>>>,
-    /// The connection new operations on an endpoint use.
-    pub(crate) current: RefCell<HashMap<Endpoint, u64>>,
+    /// The connection new operations on an endpoint (by id) use.
+    pub(crate) current: RefCell<HashMap<u32, u64>>,
+    endpoints: RefCell<Vec<Option<Arc<Endpoint>>>>,
     next_conn: Cell<u64>,
     /// Connections with buffered output.
     dirty: RefCell<Vec<u64>>,
@@ -219,6 +222,7 @@ pub(crate) fn start(lp: *mut Loop) -> Result<Rc<Engine>, String> {
         seq: Cell::new(0),
         conns: RefCell::new(HashMap::new()),
         current: RefCell::new(HashMap::new()),
+        endpoints: RefCell::new(Vec::new()),
         next_conn: Cell::new(1),
         dirty: RefCell::new(Vec::new()),
         prepare_on: Cell::new(false),
@@ -247,6 +251,25 @@ unsafe extern "C" fn close_async(h: *mut Handle) {
 impl Engine {
     pub(crate) fn uv(&self) -> &'static Uv {
         self.uv
+    }
+
+    /// The sink of environment `env`.
+    pub(crate) fn sink_for(&self, env: *mut c_void) -> Option<Rc<dyn Sink>> {
+        self.sinks.borrow().iter().find(|s| s.env() == env).cloned()
+    }
+
+    /// The endpoint with id `id` (cached per thread: no lock per operation).
+    pub(crate) fn endpoint(&self, id: u32) -> crate::error::Result<Arc<Endpoint>> {
+        if let Some(Some(e)) = self.endpoints.borrow().get(id as usize) {
+            return Ok(Arc::clone(e));
+        }
+        let endpoint = Arc::clone(&crate::node::target(id)?.endpoint);
+        let mut cache = self.endpoints.borrow_mut();
+        if cache.len() <= id as usize {
+            cache.resize(id as usize + 1, None);
+        }
+        cache[id as usize] = Some(Arc::clone(&endpoint));
+        Ok(endpoint)
     }
 
     pub(crate) fn add_sink(&self, sink: Rc<dyn Sink>) {

@@ -10,13 +10,11 @@ mod uv;
 use std::cell::RefCell;
 use std::ptr;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
-use super::RedisConnection;
 use crate::lock::{self, AcquireOptions};
 use conn::LoopConn;
 use engine::{Done, LoopTimer, Sink};
@@ -33,6 +31,10 @@ struct JsSink {
 }
 
 impl Sink for JsSink {
+    fn env(&self) -> *mut std::ffi::c_void {
+        self.env.cast()
+    }
+
     fn done(&self) -> &RefCell<Done> {
         &self.done
     }
@@ -83,11 +85,11 @@ impl Sink for JsSink {
     }
 }
 
-/// Runs lock operations on this thread's loop and reports them to
-/// `onDone(codes, errors)` exactly like `Completer`.
+/// Registers this environment's `onDone(codes, errors)`, which receives
+/// the environment's finished operations exactly as from `Completer`.
 #[napi]
 pub struct LoopEngine {
-    sink: Rc<JsSink>,
+    _sink: Rc<JsSink>,
 }
 
 #[napi]
@@ -156,70 +158,68 @@ impl LoopEngine {
                 sys::napi_async_destroy(raw_env, context);
             }
         })?;
-        Ok(LoopEngine { sink })
-    }
-
-    /// `acquire` as operation `id` (see `lock::acquire`): `true` when held.
-    #[napi(catch_unwind)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn acquire(
-        &self,
-        conn: &RedisConnection,
-        id: u32,
-        key: String,
-        token: String,
-        ttl: f64,
-        retries: f64,
-        delay: f64,
-    ) {
-        let endpoint = Arc::clone(&conn.endpoint);
-        self.run(id, async move {
-            let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
-            let mut c = LoopConn::connect(endpoint).await?;
-            lock::acquire(&mut c, &LoopTimer, &key, &token, &opts).await
-        });
-    }
-
-    /// `release` as operation `id` (see `lock::release`): `false` when not ours.
-    #[napi(catch_unwind)]
-    pub fn release(&self, conn: &RedisConnection, id: u32, key: String, token: String) {
-        let endpoint = Arc::clone(&conn.endpoint);
-        self.run(id, async move {
-            let mut c = LoopConn::connect(endpoint).await?;
-            lock::release(&mut c, &key, &token).await
-        });
-    }
-
-    /// `extend` as operation `id` (see `lock::extend`): `false` when not ours.
-    #[napi(catch_unwind)]
-    pub fn extend(&self, conn: &RedisConnection, id: u32, key: String, token: String, ms: f64) {
-        let endpoint = Arc::clone(&conn.endpoint);
-        self.run(id, async move {
-            let ms = lock::extension_from_number(ms)?;
-            let mut c = LoopConn::connect(endpoint).await?;
-            lock::extend(&mut c, &key, &token, ms).await
-        });
+        Ok(LoopEngine { _sink: sink })
     }
 }
 
 impl LoopEngine {
-    fn run<F>(&self, id: u32, op: F)
+    fn run<F>(env: &Env, id: u32, op: F)
     where
         F: std::future::Future<Output = crate::error::Result<bool>> + 'static,
     {
-        let sink: Rc<dyn Sink> = self.sink.clone();
-        match engine::current() {
-            Some(engine) => engine::spawn_op(&engine, sink, id, op),
-            None => {
-                let err = crate::error::Error::Internal(
-                    "the JS-thread engine has shut down (environment exiting)".into(),
-                );
-                let mut done = sink.done().borrow_mut();
-                done.codes.push(id << 2 | 2);
-                done.errors.push(super::wire_message(&err));
-            }
+        let Some(engine) = engine::current() else {
+            return;
+        };
+        if let Some(sink) = engine.sink_for(env.raw().cast()) {
+            engine::spawn_op(&engine, sink, id, op);
         }
     }
+}
+
+// The operations are free functions, not methods: no class to unwrap per
+// call. The environment names the sink (its `LoopEngine`'s onDone), and
+// JavaScript passes the endpoint by id (see `RedisConnection::id`).
+
+/// `acquire` as operation `id` on the JS-thread engine (see
+/// `lock::acquire`): `true` when held.
+#[napi(catch_unwind)]
+#[allow(clippy::too_many_arguments)]
+pub fn loop_acquire(
+    env: Env,
+    endpoint: u32,
+    id: u32,
+    key: String,
+    token: String,
+    ttl: f64,
+    retries: f64,
+    delay: f64,
+) {
+    LoopEngine::run(&env, id, async move {
+        let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
+        let mut c = LoopConn::connect(endpoint).await?;
+        lock::acquire(&mut c, &LoopTimer, &key, &token, &opts).await
+    });
+}
+
+/// `release` as operation `id` on the JS-thread engine (see
+/// `lock::release`): `false` when not ours.
+#[napi(catch_unwind)]
+pub fn loop_release(env: Env, endpoint: u32, id: u32, key: String, token: String) {
+    LoopEngine::run(&env, id, async move {
+        let mut c = LoopConn::connect(endpoint).await?;
+        lock::release(&mut c, &key, &token).await
+    });
+}
+
+/// `extend` as operation `id` on the JS-thread engine (see `lock::extend`):
+/// `false` when not ours.
+#[napi(catch_unwind)]
+pub fn loop_extend(env: Env, endpoint: u32, id: u32, key: String, token: String, ms: f64) {
+    LoopEngine::run(&env, id, async move {
+        let ms = lock::extension_from_number(ms)?;
+        let mut c = LoopConn::connect(endpoint).await?;
+        lock::extend(&mut c, &key, &token, ms).await
+    });
 }
 
 fn check(status: sys::napi_status) -> napi::Result<()> {
