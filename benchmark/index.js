@@ -186,7 +186,7 @@ async function remote (sha) {
 
 async function main () {
   const t0 = Date.now()
-  const meta = { started: new Date().toISOString(), load0: os.loadavg().map((x) => x.toFixed(2)).join(' ') }
+  const meta = { started: new Date().toISOString(), load0: os.loadavg().map((x) => x.toFixed(2)).join(' '), machine: report.machine() }
   const server = await startRedis()
   cleanups.add(() => server.stop())
   log(`redis-server pid ${server.pid} on port ${server.port}${QUICK ? ' (QUICK mode)' : ''}; contenders: ${LIST.map((c) => c.id).join(', ')}`)
@@ -204,6 +204,7 @@ async function main () {
 
     meta.seconds = (Date.now() - t0) / 1000
     meta.load1 = os.loadavg().map((x) => x.toFixed(2)).join(' ')
+    meta.machineAtEnd = report.machine()
     const tgs = report.targets(R)
     const others = report.otherChecks(R, CFG.contentionDelays)
     const text = report.render(R, tgs, others, meta, CFG)
@@ -221,7 +222,9 @@ async function main () {
   }
 }
 
+let interrupting = false
 async function interrupted (signal) {
+  interrupting = true
   log(`${signal}: cleaning up`)
   for (const undo of [...cleanups].reverse()) { try { await undo() } catch (_) {} }
   process.exit(130)
@@ -230,6 +233,7 @@ process.once('SIGINT', interrupted)
 process.once('SIGTERM', interrupted)
 
 main().then(() => process.exit(0), (err) => {
+  if (interrupting) return // interrupted() exits once everything is undone
   console.error(err)
   process.exit(1)
 })

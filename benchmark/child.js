@@ -1,0 +1,95 @@
+'use strict'
+
+/**
+ * One contender's measurement, in a process of its own:
+ *
+ *   node benchmark/child.js '<json spec>'
+ *
+ * spec: {id, host, port, mode, workers, warmupMs, durationMs, key,
+ *        delay, csMs}, mode one of
+ * - 'uncontended': `workers` workers, each on its own key (`key:<i>`),
+ *   acquire + release in a loop;
+ * - 'contended': `workers` workers on one key, retrying every `delay` ms,
+ *   holding the lock `csMs` ms;
+ * - 'audit': like 'uncontended', but counts the commands the contender
+ *   sends (MONITOR; slows Redis down, so never timed).
+ *
+ * The contender opens one Redis connection shared by all its workers; the
+ * harness's own INFO / MONITOR connections are plain sockets (redis-raw.js).
+ * Prints one JSON line on stdout: the measurement, the engine redislock-rs
+ * ran on (null for other contenders) and the names of this process's
+ * threads that start with "redislock-rs" after the last release.
+ */
+
+const { byId } = require('./contenders')
+const { runWorkers, threadNames } = require('./measure')
+const raw = require('./redis-raw')
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** The engine redislock-rs uses in this process, checked against the one asked for. */
+function engineOf (contender) {
+  if (!contender.engine) return null
+  let engine
+  try {
+    engine = require('../lib/operations').defaultEngine()
+  } catch (_) {
+    return 'unknown'
+  }
+  if (engine !== contender.engine) throw new Error(`${contender.id}: asked for engine ${contender.engine}, got ${engine}`)
+  return engine
+}
+
+async function audit (inst, spec, workers) {
+  const mon = await raw.monitor(spec.host, spec.port)
+  try {
+    await sleep(100)
+    mon.reset()
+    const r = await runWorkers(workers, spec.durationMs, null)
+    await sleep(200) // let the last MONITOR lines arrive
+    const counts = mon.counts()
+    const total = Object.values(counts).reduce((a, b) => a + b, 0)
+    return {
+      cycles: r.cycles,
+      sentPerCycle: total / r.cycles,
+      sent: Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, v / r.cycles]))
+    }
+  } finally {
+    mon.close()
+  }
+}
+
+async function main () {
+  const spec = JSON.parse(process.argv[2])
+  const contender = byId[spec.id]
+  if (!contender) throw new Error(`unknown contender ${spec.id}`)
+  const inst = await contender.open({ host: spec.host, port: spec.port })
+  const workers = Array.from({ length: spec.workers }, (_, i) => spec.mode === 'contended'
+    ? inst.contended(spec.key, { delay: spec.delay, csMs: spec.csMs })
+    : inst.worker(`${spec.key}:${i}`))
+  await runWorkers(workers, spec.warmupMs, null)
+  let result
+  if (spec.mode === 'audit') {
+    result = await audit(inst, spec, workers)
+  } else {
+    const stats = await raw.commandStatsReader(spec.host, spec.port)
+    try {
+      result = await runWorkers(workers, spec.durationMs, stats)
+    } finally {
+      stats.close()
+    }
+  }
+  const names = threadNames()
+  result.id = spec.id
+  result.pid = process.pid
+  result.engine = engineOf(contender)
+  result.ourThreads = names && names.filter((n) => n.startsWith('redislock-rs'))
+  result.threads = names && names.length
+  await inst.close()
+  process.stdout.write(JSON.stringify(result) + '\n', () => process.exit(0))
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})

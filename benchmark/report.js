@@ -1,0 +1,289 @@
+'use strict'
+
+/**
+ * Turns the results of a run (index.js) into the targets of issue 9
+ * (PASS / MISS, from ratios within the same run) and the markdown report.
+ */
+
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
+const { execFileSync } = require('child_process')
+const contenders = require('./contenders')
+
+const RS = 'redislock-rs'
+const RS_TOKIO = 'redislock-rs-tokio'
+const FLOOR = 'js-floor'
+const C_LIMIT = 'c-limit'
+/** The JavaScript contenders "best JS" is taken over. */
+const JS_IDS = contenders.ALL.filter((c) => c.js).map((c) => c.id)
+/** cycles/s target: redislock-rs (JS-thread engine) ≥ factor × the best JS contender. */
+const THROUGHPUT = { 1: 1.1, 16: 1.5, 128: 2, 512: 2 }
+
+const fmtInt = (x) => Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a'
+const fmt = (x, d = 2) => Number.isFinite(x) ? x.toFixed(d) : 'n/a'
+const times = (x) => Number.isFinite(x) ? x.toFixed(2) + '×' : 'n/a'
+const ratio = (a, b) => Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : NaN
+const mib = (b) => (b / 1048576).toFixed(1)
+const workersLabel = (c) => `${c} worker${Number(c) === 1 ? '' : 's'}`
+
+function labelOf (id) {
+  if (id === C_LIMIT) return 'C limit: redis-benchmark -c 1 -P <workers>'
+  return contenders.byId[id] ? contenders.byId[id].label : id
+}
+const nameOf = (id) => id === RS ? `**${labelOf(id)}**` : labelOf(id)
+
+/** [id, summary] of the JavaScript contender with the most cycles/s in `sc`, or []. */
+function bestJs (sc) {
+  return JS_IDS.filter((id) => sc[id]).map((id) => [id, sc[id]])
+    .sort((a, b) => b[1].cyclesPerSec - a[1].cyclesPerSec)[0] || []
+}
+
+function cmdBreakdown (cmds) {
+  return Object.entries(cmds || {}).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')
+}
+
+// ---------------------------------------------------------------- targets
+
+const check = (name, pass, detail) => ({ name, status: pass === null ? 'n/a' : pass ? 'PASS' : 'MISS', detail })
+
+/** The cycles/s and p50 targets for the uncontended scenarios `unc` ({workers: scenario}). */
+function ratioTargets (unc, where) {
+  const out = []
+  for (const c of Object.keys(unc).map(Number)) {
+    const sc = unc[c]
+    const [bid, b] = bestJs(sc)
+    const want = THROUGHPUT[c]
+    if (!want) continue
+    if (!sc[RS] || !b) { out.push(check(`${where}${workersLabel(c)}: cycles/s ≥ ${want}× the best JS contender`, null, 'not measured')); continue }
+    const x = ratio(sc[RS].cyclesPerSec, b.cyclesPerSec)
+    const tokio = sc[RS_TOKIO] ? `; tokio engine ${times(ratio(sc[RS_TOKIO].cyclesPerSec, b.cyclesPerSec))}` : ''
+    out.push(check(`${where}${workersLabel(c)}: cycles/s ≥ ${want}× the best JS contender`, x >= want,
+      `${times(x)} ${bid} (${fmtInt(sc[RS].cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s)${tokio}`))
+  }
+  const s1 = unc[1]
+  if (s1) {
+    const x = s1[RS] && s1[FLOOR] ? ratio(s1[RS].p50, s1[FLOOR].p50) : NaN
+    const tokio = s1[RS_TOKIO] && s1[FLOOR] ? `; tokio engine ${fmt(s1[RS_TOKIO].p50, 3)} ms = ${times(ratio(s1[RS_TOKIO].p50, s1[FLOOR].p50))}` : ''
+    out.push(check(`${where}1 worker: latency p50 ≤ 0.9× the JS floor's`, Number.isFinite(x) ? x <= 0.9 : null,
+      Number.isFinite(x) ? `${fmt(s1[RS].p50, 3)} vs ${fmt(s1[FLOOR].p50, 3)} ms = ${times(x)}${tokio}` : 'not measured'))
+  }
+  return out
+}
+
+/** Issue 9's targets, in order. */
+function targets (R) {
+  const L = R.local
+  const out = ratioTargets(L.uncontended, '')
+  const s = L.uncontended[128]
+  for (const [field, want, what] of [['procCpuUs', 0.35, 'process CPU'], ['jsCpuUs', 0.3, 'JS-thread CPU']]) {
+    const name = `128 workers: ${what} per cycle ≤ ${want}× the JS floor's`
+    if (!s || !s[RS] || !s[FLOOR]) { out.push(check(name, null, 'not measured')); continue }
+    const x = ratio(s[RS][field], s[FLOOR][field])
+    const tokio = s[RS_TOKIO] ? `; tokio engine ${fmt(s[RS_TOKIO][field], 1)} µs = ${times(ratio(s[RS_TOKIO][field], s[FLOOR][field]))}` : ''
+    out.push(check(name, x <= want, `${fmt(s[RS][field], 1)} vs ${fmt(s[FLOOR][field], 1)} µs = ${times(x)}${tokio}`))
+  }
+  {
+    const ids = [RS, RS_TOKIO].filter((id) => L.audit[id])
+    const ok = (a) => Math.abs(a.sentPerCycle - 2) < 0.005 && Math.abs((a.sent.SET || 0) - 1) < 0.005 && Math.abs((a.sent.EVALSHA || 0) - 1) < 0.005
+    out.push(check('Exactly 2 Redis commands per uncontended cycle (SET + EVALSHA), both engines', ids.length ? ids.every((id) => ok(L.audit[id])) : null,
+      ids.length ? ids.map((id) => `${id}: ${fmt(L.audit[id].sentPerCycle, 3)} (${cmdBreakdown(L.audit[id].sent)})`).join('; ') : 'not measured'))
+  }
+  {
+    const t = R.threads[RS]
+    const tokio = R.threads[RS_TOKIO] ? `; tokio engine, for comparison: ${[...new Set(R.threads[RS_TOKIO].seen)].join(', ') || 'none'}` : ''
+    out.push(check('No thread of ours in a JS-thread-engine process that holds no lock (no /proc/self/task/*/comm starting with "redislock-rs")',
+      t && t.checked ? t.seen.length === 0 : null,
+      t && t.checked ? `${t.checked} children checked after their last release; seen: ${t.seen.join(', ') || 'none'}${tokio}` : 'not measured'))
+  }
+  return out
+}
+
+/** Checks from earlier issues, kept: flat memory and contention vs redislock. */
+function otherChecks (R, contentionDelays) {
+  const out = []
+  const m = (R.local.memory || []).find((x) => x.id === RS)
+  if (m && !m.error) {
+    const dh = m.points[2].heapUsed - m.points[0].heapUsed
+    const dr = m.points[2].rss - m.points[0].rss
+    const dr2 = m.points[2].rss - m.points[1].rss
+    out.push(check('Flat memory after warm-up (Δheap < 1 MiB, ΔRSS < 8 MiB, second half ΔRSS < 2 MiB)', dh < 1048576 && dr < 8 * 1048576 && dr2 < 2 * 1048576,
+      `Δheap ${mib(dh)} MiB, ΔRSS ${mib(dr)} MiB (second half ${mib(dr2)} MiB) over ${fmtInt(m.total)} cycles`))
+  } else if (m) {
+    out.push(check('Flat memory after warm-up', false, m.error))
+  }
+  for (const d of contentionDelays) {
+    const sc = R.local.contention[d]
+    if (!sc || !sc[RS] || !sc.redislock) continue
+    const x = ratio(sc[RS].cyclesPerSec, sc.redislock.cyclesPerSec)
+    out.push(check(`Contention, retry delay ${d} ms: ≥ 0.95× redislock's critical sections/s`, x >= 0.95,
+      `${times(x)} (${fmtInt(sc[RS].cyclesPerSec)} vs ${fmtInt(sc.redislock.cyclesPerSec)})`))
+  }
+  return out
+}
+
+// ---------------------------------------------------------------- tables
+
+function summaryTable (R) {
+  const lines = [
+    '| scenario | redislock-rs JS-thread engine | tokio engine | best JS contender | JS floor | JS-thread engine × best JS (target) | tokio × best JS | JS-thread engine × C limit |',
+    '|---|---:|---:|---|---:|---:|---:|---:|'
+  ]
+  const add = (where, unc) => {
+    for (const [c, sc] of Object.entries(unc)) {
+      const [bid, b] = bestJs(sc)
+      const cps = (id) => sc[id] ? fmtInt(sc[id].cyclesPerSec) : 'n/a'
+      const r = (id, base) => sc[id] && base ? times(ratio(sc[id].cyclesPerSec, base.cyclesPerSec)) : 'n/a'
+      lines.push(`| ${where}${workersLabel(c)} | ${cps(RS)} | ${cps(RS_TOKIO)} | ${b ? `${fmtInt(b.cyclesPerSec)} (${bid})` : 'n/a'} | ${cps(FLOOR)} | ` +
+        `${r(RS, b)} (≥ ${THROUGHPUT[c]}×) | ${r(RS_TOKIO, b)} | ${r(RS, sc[C_LIMIT])} |`)
+    }
+  }
+  add('', R.local.uncontended)
+  if (R.remote && R.remote.uncontended) add('remote, ', R.remote.uncontended)
+  return lines.join('\n')
+}
+
+function uncontendedTable (sc) {
+  const [, best] = bestJs(sc)
+  const floor = sc[FLOOR]
+  const climit = sc[C_LIMIT]
+  const lines = [
+    '| contender | cycles/s median (min–max) | × best JS | × JS floor | × C limit | p50 ms | p99 ms | process CPU µs/cycle | JS-thread CPU µs/cycle | Redis cmds/cycle (cmdstat, incl. inside Lua) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    const isC = id === C_LIMIT
+    const r = (base) => base ? times(ratio(s.cyclesPerSec, base.cyclesPerSec)) : 'n/a'
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${r(best)} | ${r(floor)} | ${r(climit)} | ` +
+      `${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${isC ? 'n/a' : fmt(s.procCpuUs, 1)} | ${isC ? 'n/a' : fmt(s.jsCpuUs, 1)} | ` +
+      `${isC ? '2 (SET, EVALSHA), by construction' : `${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)})`} |`)
+  }
+  return lines.join('\n')
+}
+
+function contentionTable (sc) {
+  const base = sc.redislock
+  const floor = sc[FLOOR]
+  const lines = [
+    '| contender | critical sections/s median (min–max) | × redislock | × JS floor | p50 ms | p99 ms | process CPU µs/CS | JS-thread CPU µs/CS | Redis cmds/CS (cmdstat) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    const r = (b) => b ? times(ratio(s.cyclesPerSec, b.cyclesPerSec)) : 'n/a'
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${r(base)} | ${r(floor)} | ` +
+      `${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)} | ${fmt(s.callsPerCycle)} |`)
+  }
+  return lines.join('\n')
+}
+
+function auditTable (aud) {
+  const lines = [
+    '| contender | commands sent per uncontended cycle (MONITOR) | which | engine | threads named redislock-rs* after the last release |',
+    '|---|---:|---|---|---|'
+  ]
+  for (const [id, a] of Object.entries(aud)) {
+    lines.push(`| ${nameOf(id)} | ${fmt(a.sentPerCycle)} | ${cmdBreakdown(a.sent)} | ${a.engine || '—'} | ` +
+      `${a.ourThreads ? a.ourThreads.join(', ') || 'none' : 'n/a'} (of ${a.threads} threads) |`)
+  }
+  return lines.join('\n')
+}
+
+function memoryTable (mem) {
+  const lines = [
+    '| contender | cycles (16 workers) | heap MiB: warm → half → end | RSS MiB: warm → half → end | Δheap MiB | ΔRSS MiB |',
+    '|---|---:|---|---|---:|---:|'
+  ]
+  for (const m of mem) {
+    if (m.error) { lines.push(`| ${labelOf(m.id)} | failed: ${m.error} | | | | |`); continue }
+    const [a, b, c] = m.points
+    lines.push(`| ${nameOf(m.id)} | ${fmtInt(m.total)} in ${fmt(m.seconds, 1)} s | ${mib(a.heapUsed)} → ${mib(b.heapUsed)} → ${mib(c.heapUsed)} | ` +
+      `${mib(a.rss)} → ${mib(b.rss)} → ${mib(c.rss)} | ${mib(c.heapUsed - a.heapUsed)} | ${mib(c.rss - a.rss)} |`)
+  }
+  return lines.join('\n')
+}
+
+// ---------------------------------------------------------------- report
+
+function machine () {
+  const v = (cmd, args) => { try { return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() } catch (_) { return 'unknown' } }
+  const pkgV = (p) => { try { return require(`${p}/package.json`).version } catch (_) { return 'missing' } }
+  const root = path.join(__dirname, '..')
+  return {
+    nproc: os.cpus().length,
+    cpu: (os.cpus()[0] || {}).model || 'unknown',
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    redis: v('redis-server', ['--version']),
+    git: v('git', ['-C', root, 'log', '-1', '--format=%h %s']),
+    dirty: v('git', ['-C', root, 'status', '--short', '--', 'src', 'lib', 'index.js', 'Cargo.toml']).split('\n').filter(Boolean).length,
+    addon: (() => {
+      try {
+        const f = fs.readdirSync(root).find((x) => x.endsWith('.node'))
+        const st = fs.statSync(path.join(root, f))
+        return `${f}, ${mib(st.size)} MiB, built ${st.mtime.toISOString()}`
+      } catch (_) { return 'missing' }
+    })(),
+    packages: ['redislock', 'redis3', 'redlock', 'redis-semaphore', 'ioredis', 'bluebird'].map((p) => `${p}@${pkgV(p)}`).join(', ')
+  }
+}
+
+/** The markdown report. `cfg` is the run's configuration (index.js). */
+function render (R, tgs, others, meta, cfg) {
+  const m = meta.machine
+  const changed = ['git', 'dirty', 'addon'].filter((k) => meta.machineAtEnd && meta.machineAtEnd[k] !== m[k])
+  const line = (t) => `- **${t.status}** ${t.name}: ${t.detail}`
+  const exampleC = Object.values(R.local.uncontended).map((sc) => sc[C_LIMIT] && sc[C_LIMIT].command).filter(Boolean).pop()
+  const parts = [
+    `# redislock-rs benchmark${cfg.quick ? ' (QUICK smoke run — not representative)' : ''}`,
+    '',
+    `Generated by \`${cfg.quick ? 'BENCH_QUICK=1 ' : ''}npm run bench\` (= node benchmark/index.js) on ${meta.started}, total ${meta.seconds.toFixed(0)} s.`,
+    '',
+    `- Machine: ${m.nproc} CPUs (${m.cpu}), ${m.os}; load average at start ${meta.load0}, at end ${meta.load1}. ` +
+      'The machine may be shared with other jobs, so figures are noisy; compare within one run, and see min–max for the spread.',
+    `- Node ${m.node}; ${m.redis}`,
+    `- Packages: ${m.packages}`,
+    `- redislock-rs: commit ${m.git}${m.dirty ? ` (+${m.dirty} uncommitted source files in the working tree)` : ''}; addon ${m.addon}`,
+    ...(changed.length ? [`- **Warning: the ${changed.join(', ')} changed during the run** (at the end: ${changed.map((k) => meta.machineAtEnd[k]).join('; ')})${changed.includes('addon') ? ', so the figures may mix two builds' : ''}.`] : []),
+    `- Method: one redis-server started by the benchmark (\`--save '' --appendonly no\`). Each measurement is one child process (benchmark/child.js) running one contender, ` +
+      'whose workers all share one Redis connection; nothing else runs meanwhile. Per scenario the contenders run interleaved, the start rotated each round, ' +
+      `${cfg.rounds} round(s), medians reported (min–max of cycles/s). Uncontended: each worker its own key, acquire + release in a loop for ${cfg.duration} ms after a ${cfg.warmup} ms warm-up in the same process; ` +
+      `contention: ${cfg.contentionDuration} ms. TTL 10 s. Latency is per cycle. Process CPU = process.cpuUsage() user+system over the measured interval (every thread, incl. redislock-rs's tokio thread); ` +
+      'JS-thread CPU = the main thread\'s CPU time from /proc/self/task/<pid>/schedstat. Redis cmds/cycle = INFO commandstats delta / cycles, which also counts the GET and DEL run inside the release script; ' +
+      'the commands a client actually sends are counted separately with MONITOR (commands table).',
+    '- Contenders: redislock-rs via `createLock({host, port}, {timeout: 10000, retries: 0, delay: 50})` per worker, once with REDISLOCK_RS_ENGINE=js (JS-thread engine, the default) and once with REDISLOCK_RS_ENGINE=tokio; ' +
+      `"best JS" = the fastest of ${JS_IDS.join(', ')} in the same scenario; the JS floor = raw ioredis SET NX PX + EVALSHA compare-and-delete, no auto-pipelining. ` +
+      'redlock: retryJitter 0; redis-semaphore: refreshInterval 0, acquireAttemptsLimit 1 when uncontended.',
+    `- C limit (informative): ${exampleC ? `\`redis-benchmark\` over one connection with <workers> commands in flight, e.g. \`${exampleC}\`; cycles/s = 1/(1/rps_SET + 1/rps_EVALSHA), latencies = sum of the two commands' percentiles per pipeline round trip.` : 'not measured.'}`,
+    '',
+    '## Targets (issue 9)',
+    '',
+    ...tgs.map(line),
+    '',
+    `Remote scenario: ${R.remote.available ? R.remote.description : `not available here (${R.remote.reason})`}`,
+    '',
+    ...(R.remote.targets ? [...R.remote.targets.map(line), ''] : []),
+    '## Summary: cycles/s',
+    '',
+    summaryTable(R),
+    ''
+  ]
+  for (const [c, sc] of Object.entries(R.local.uncontended)) {
+    parts.push(`## Uncontended: ${workersLabel(c)}, each on its own key`, '', uncontendedTable(sc), '')
+  }
+  if (R.remote.uncontended) {
+    for (const [c, sc] of Object.entries(R.remote.uncontended)) {
+      parts.push(`## Remote Redis (${R.remote.description}): ${workersLabel(c)}`, '', uncontendedTable(sc), '')
+    }
+  }
+  for (const [d, sc] of Object.entries(R.local.contention)) {
+    parts.push(`## Contention: ${cfg.contentionWorkers} workers on one key, retry delay ${d} ms, ${cfg.csMs} ms critical section`, '', contentionTable(sc), '')
+  }
+  parts.push(`## Commands sent per uncontended cycle and threads (MONITOR, ${cfg.auditWorkers} workers, after warm-up; one child per contender)`, '', auditTable(R.local.audit), '')
+  if (R.local.memory.length) {
+    parts.push(`## Memory: ${fmtInt(cfg.memoryCycles)} acquire+release cycles per contender, each in a fresh \`node --expose-gc\` process, GC forced before each reading`, '', memoryTable(R.local.memory), '')
+  }
+  parts.push('## Other checks (from earlier issues)', '', ...others.map(line), '')
+  return parts.join('\n')
+}
+
+module.exports = { targets, ratioTargets, otherChecks, render, machine, RS, C_LIMIT }
