@@ -67,6 +67,30 @@ pub fn frame(buf: &[u8]) -> Result<Option<usize>, FrameError> {
     Ok(Some(pos))
 }
 
+/// The value of one complete reply (as framed by [`frame`]) for the simple
+/// types a lock sees on its hot path (`+`, `:`, `$`), or `None` for the
+/// rest (errors, arrays), which `redis::parse_redis_value` handles. Equal to
+/// what that parser returns, without its general machinery.
+pub fn simple_value(reply: &[u8]) -> Option<redis::Value> {
+    let (&kind, rest) = reply.split_first()?;
+    let body = rest.strip_suffix(b"\r\n")?;
+    match kind {
+        b'+' if body == b"OK" => Some(redis::Value::Okay),
+        b'+' => Some(redis::Value::SimpleString(
+            std::str::from_utf8(body).ok()?.to_owned(),
+        )),
+        b':' => Some(redis::Value::Int(std::str::from_utf8(body).ok()?.parse().ok()?)),
+        b'$' if body == b"-1" => Some(redis::Value::Nil),
+        b'$' => {
+            let nl = body.iter().position(|&b| b == b'\r')?;
+            let data = body.get(nl + 2..)?;
+            let n: usize = std::str::from_utf8(&body[..nl]).ok()?.parse().ok()?;
+            (data.len() == n).then(|| redis::Value::BulkString(data.to_vec()))
+        }
+        _ => None,
+    }
+}
+
 /// Index of the `\r` ending the line that starts at `from`.
 fn line_end(buf: &[u8], from: usize) -> Result<Option<usize>, FrameError> {
     let rest = buf.get(from..).unwrap_or(&[]);
@@ -118,7 +142,10 @@ mod tests {
             for cut in 0..reply.len() {
                 assert_eq!(frame(&reply[..cut]), Ok(None), "{reply:?} cut at {cut}");
             }
-            assert!(redis::parse_redis_value(reply).is_ok());
+            let parsed = redis::parse_redis_value(reply).unwrap();
+            if let Some(simple) = simple_value(reply) {
+                assert_eq!(simple, parsed, "{reply:?}");
+            }
         }
     }
 
@@ -198,6 +225,9 @@ mod tests {
             let cut = (next() as usize) % bytes.len();
             assert_eq!(frame(&bytes[..cut]), Ok(None));
             assert_eq!(redis::parse_redis_value(&bytes).unwrap(), value);
+            if let Some(simple) = simple_value(&bytes) {
+                assert_eq!(simple, value);
+            }
             let noise: Vec<u8> = (0..next() % 64).map(|_| next() as u8).collect();
             let _ = frame(&noise);
         }

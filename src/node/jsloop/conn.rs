@@ -82,6 +82,8 @@ pub(crate) struct Conn {
     /// Operations waiting for the connection to be usable (connected and
     /// past AUTH/SELECT): told the outcome once.
     ready_waiters: Vec<oneshot::Sender<Result<(), String>>>,
+    /// Queued for the engine's next flush.
+    flush_queued: bool,
     /// Every AUTH/SELECT reply has come in (a later failure is "lost").
     handshaken: bool,
     /// Why it closed, for an operation that finds it closed.
@@ -115,6 +117,7 @@ impl Conn {
             check_at: None,
             retired: false,
             ready_waiters: Vec::new(),
+            flush_queued: false,
             handshaken: false,
             error: None,
         };
@@ -367,34 +370,35 @@ impl Conn {
         }
     }
 
-    /// Queues a command (written by `write`) expecting `replies` replies.
+    /// Queues a command (written by `write`) expecting `replies` replies;
+    /// `rx` collects a receiver per reply.
     fn push(
         conn: &Rc<RefCell<Conn>>,
         engine: &Engine,
         write: impl FnOnce(&mut Vec<u8>),
         replies: usize,
-    ) -> Vec<oneshot::Receiver<RedisResult<Value>>> {
+        mut rx: impl FnMut(oneshot::Receiver<RedisResult<Value>>),
+    ) {
         let mut c = conn.borrow_mut();
         write(&mut c.out);
         let deadline = Instant::now() + c.endpoint.command_timeout;
-        let mut rxs = Vec::with_capacity(replies);
         for _ in 0..replies {
-            let (tx, rx) = oneshot::channel();
+            let (tx, r) = oneshot::channel();
             c.pending.push_back(Pending {
                 tx: Some(tx),
                 deadline,
                 handshake: false,
             });
-            rxs.push(rx);
+            rx(r);
         }
-        let open = c.phase == Phase::Open;
+        // One flush per connection per turn, however many commands.
+        let flush = c.phase == Phase::Open && !std::mem::replace(&mut c.flush_queued, true);
         let id = c.id;
         drop(c);
-        if open {
+        if flush {
             engine.mark_dirty(id);
         }
         Conn::arm_check(conn, engine);
-        rxs
     }
 
     /// Puts a deadline check on the wheel for the earliest live deadline,
@@ -498,6 +502,7 @@ impl Conn {
     /// writability.
     pub(crate) fn flush(conn: &Rc<RefCell<Conn>>, engine: &Engine) {
         let mut c = conn.borrow_mut();
+        c.flush_queued = false;
         if c.phase != Phase::Open {
             return;
         }
@@ -623,7 +628,12 @@ impl Conn {
         loop {
             match resp::frame(&c.input[at..]) {
                 Ok(Some(n)) => {
-                    match redis::parse_redis_value(&c.input[at..at + n]) {
+                    let reply = &c.input[at..at + n];
+                    let parsed = match resp::simple_value(reply) {
+                        Some(v) => Ok(v),
+                        None => redis::parse_redis_value(reply),
+                    };
+                    match parsed {
                         Ok(v) => replies.push(v),
                         Err(e) => {
                             bad = Some(e.to_string());
@@ -750,7 +760,8 @@ impl LoopConn {
         &mut self,
         write: impl FnOnce(&mut Vec<u8>),
         replies: usize,
-    ) -> RedisResult<Vec<oneshot::Receiver<RedisResult<Value>>>> {
+        rx: impl FnMut(oneshot::Receiver<RedisResult<Value>>),
+    ) -> RedisResult<()> {
         let engine = engine::current().ok_or_else(|| {
             io_err(
                 io::ErrorKind::NotConnected,
@@ -777,7 +788,8 @@ impl LoopConn {
                 conn
             }
         };
-        Ok(Conn::push(&conn, &engine, write, replies))
+        Conn::push(&conn, &engine, write, replies, rx);
+        Ok(())
     }
 }
 
@@ -792,9 +804,11 @@ async fn reply(rx: oneshot::Receiver<RedisResult<Value>>) -> RedisResult<Value> 
 
 impl ConnectionLike for LoopConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        let submitted = self.submit(|out| cmd.write_packed_command(out), 1);
+        let mut slot = None;
+        let submitted = self.submit(|out| cmd.write_packed_command(out), 1, |rx| slot = Some(rx));
         async move {
-            match submitted?.pop() {
+            submitted?;
+            match slot {
                 Some(rx) => reply(rx).await,
                 None => Err(io_err(io::ErrorKind::Other, "no reply slot".into())),
             }
@@ -808,13 +822,16 @@ impl ConnectionLike for LoopConn {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
+        let mut slots = Vec::with_capacity(offset + count);
         let submitted = self.submit(
             |out| out.extend_from_slice(&pipeline.get_packed_pipeline()),
             offset + count,
+            |rx| slots.push(rx),
         );
         async move {
+            submitted?;
             let mut values = Vec::with_capacity(count);
-            for (i, rx) in submitted?.into_iter().enumerate() {
+            for (i, rx) in slots.into_iter().enumerate() {
                 let value = reply(rx).await?;
                 if i >= offset {
                     values.push(value);
