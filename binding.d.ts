@@ -30,8 +30,8 @@ export declare class Completer {
  */
 export declare class LoopEngine {
   /**
-   * Whether this process's libuv can be used (not in Bun or Deno, not on
-   * Windows yet).
+   * Whether this process's libuv can be used (Deno has none; the
+   * JavaScript side also rules out Bun, whose `uv_*` symbols abort).
    */
   static available(): boolean
   constructor(onDone: (arg: DoneArgs) => void)

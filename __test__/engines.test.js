@@ -51,3 +51,10 @@ test('an unknown REDISLOCK_RS_ENGINE is refused with a clear error', () => {
   assert.notEqual(res.status, 0)
   assert.match(res.stderr, /REDISLOCK_RS_ENGINE must be one of js, tokio; got "fast"/)
 })
+
+test('a second module instance in the same environment settles its own operations and the first one\'s', () => {
+  const res = spawnSync(process.execPath, [path.join(__dirname, 'fixtures', 'reload-probe.js'), String(server.port)],
+    { encoding: 'utf8', timeout: 15000 })
+  assert.equal(res.status, 0, res.stderr)
+  assert.deepEqual(JSON.parse(res.stdout), { distinct: true, a: true, b: true, released: true })
+})

@@ -27,8 +27,9 @@ if (requested !== undefined && !ENGINES.includes(requested)) {
   throw new TypeError(`REDISLOCK_RS_ENGINE must be one of ${ENGINES.join(', ')}; got ${JSON.stringify(requested)}`)
 }
 // Bun exports libuv's symbols but aborts in them; Deno has no uv_poll.
+// The engine is built for Unix only: elsewhere the binding has no LoopEngine.
 const loopPossible = typeof process.versions.bun !== 'string' && typeof globalThis.Deno === 'undefined' &&
-  LoopEngine.available()
+  typeof LoopEngine === 'function' && LoopEngine.available()
 if (requested === 'js' && !loopPossible) {
   throw new Error('REDISLOCK_RS_ENGINE=js, but the JS-thread engine cannot run here (it needs Node\'s libuv on a Unix platform)')
 }

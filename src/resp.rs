@@ -79,7 +79,9 @@ pub fn simple_value(reply: &[u8]) -> Option<redis::Value> {
         b'+' => Some(redis::Value::SimpleString(
             std::str::from_utf8(body).ok()?.to_owned(),
         )),
-        b':' => Some(redis::Value::Int(std::str::from_utf8(body).ok()?.parse().ok()?)),
+        b':' => Some(redis::Value::Int(
+            std::str::from_utf8(body).ok()?.parse().ok()?,
+        )),
         b'$' if body == b"-1" => Some(redis::Value::Nil),
         b'$' => {
             let nl = body.iter().position(|&b| b == b'\r')?;

@@ -9,6 +9,7 @@ mod completer;
 // The napi registrations are what use the JS-thread engine; a `cargo test`
 // build of the lib has none.
 #[cfg_attr(test, allow(dead_code))]
+#[cfg(unix)]
 mod jsloop;
 
 use std::collections::HashMap;

@@ -258,7 +258,6 @@ impl Conn {
         };
         let mut c = conn.borrow_mut();
         c.close_poll(engine.uv());
-        #[cfg(unix)]
         let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
         // SAFETY: the loop is this thread's; the socket stays open until
         // after this handle is closed (`close_poll` runs before any drop

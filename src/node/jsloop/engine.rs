@@ -280,7 +280,15 @@ impl Engine {
 
     /// The sink of environment `env`.
     pub(crate) fn sink_for(&self, env: *mut c_void) -> Option<Rc<dyn Sink>> {
-        self.sinks.borrow().iter().find(|s| s.env() == env).cloned()
+        // Each loaded instance of the addon has its own napi_env (a cleared
+        // require cache loads a second one), so this is that instance's
+        // onDone; the newest wins should one env ever register twice.
+        self.sinks
+            .borrow()
+            .iter()
+            .rev()
+            .find(|s| s.env() == env)
+            .cloned()
     }
 
     /// The endpoint with id `id` (cached per thread: no lock per operation).

@@ -94,11 +94,11 @@ pub struct LoopEngine {
 
 #[napi]
 impl LoopEngine {
-    /// Whether this process's libuv can be used (not in Bun or Deno, not on
-    /// Windows yet).
+    /// Whether this process's libuv can be used (Deno has none; the
+    /// JavaScript side also rules out Bun, whose `uv_*` symbols abort).
     #[napi(catch_unwind)]
     pub fn available() -> bool {
-        cfg!(unix) && uv::uv().is_some()
+        uv::uv().is_some()
     }
 
     #[napi(constructor, catch_unwind)]

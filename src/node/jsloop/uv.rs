@@ -56,10 +56,8 @@ pub fn uv() -> Option<&'static Uv> {
 }
 
 fn load() -> Option<Uv> {
-    #[cfg(unix)]
+    // The engine is built for Unix only (see node/mod.rs).
     let lib: libloading::Library = libloading::os::unix::Library::this().into();
-    #[cfg(windows)]
-    let lib: libloading::Library = libloading::os::windows::Library::this().ok()?.into();
     macro_rules! sym {
         ($name:literal) => {
             // SAFETY: each symbol is looked up by its libuv name and given
@@ -183,7 +181,6 @@ impl Uv {
     /// # Safety
     /// `lp` is the calling thread's loop; `fd` an open socket that stays
     /// open until this handle is closed.
-    #[cfg(unix)]
     pub unsafe fn new_poll(
         &self,
         lp: *mut Loop,
