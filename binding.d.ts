@@ -42,10 +42,7 @@ export declare class RedisConnection {
   constructor(options: ConnectOptions)
   /** The endpoint's id, for the engines' operation calls. */
   get id(): number
-  /**
-   * Whether the JS-thread engine can serve this endpoint (TLS is served
-   * by the tokio engine for now).
-   */
+  /** Whether the JS-thread engine can serve this endpoint. */
   get loopable(): boolean
 }
 

@@ -127,4 +127,13 @@ describe('TLS (rediss://)', () => {
       client.quit()
     }
   })
+
+  test('TLS runs on the engine this run selected (JS-thread: no thread of ours)', { skip: process.platform !== 'linux' && 'reads /proc' }, () => {
+    const fs = require('fs')
+    const ours = fs.readdirSync('/proc/self/task')
+      .map((t) => { try { return fs.readFileSync(`/proc/self/task/${t}/comm`, 'utf8').trim() } catch (_) { return '' } })
+      .filter((name) => name === 'redislock-rs')
+    const engine = require('../lib/operations').defaultEngine()
+    assert.deepStrictEqual(ours, engine === 'js' ? [] : ['redislock-rs'], `engine ${engine}`)
+  })
 })

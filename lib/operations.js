@@ -9,10 +9,10 @@
  * Two engines, one interface (`acquire`/`release`/`extend` with an id):
  * - `LoopEngine` (src/node/jsloop): the JS-thread engine. The operation runs
  *   on this thread's own libuv loop, crossing no thread. The default on Node
- *   for every endpoint it serves (everything but TLS, for now).
+ *   (TCP, Unix sockets and TLS).
  * - `Completer` (src/node/completer.rs): the tokio engine, on a dedicated
  *   Rust thread. The fallback where libuv cannot be used (Bun, Deno,
- *   Windows), for TLS, and when `REDISLOCK_RS_ENGINE=tokio`.
+ *   Windows), and when `REDISLOCK_RS_ENGINE=tokio`.
  *
  * Node stays alive while operations are pending through one timer that is
  * ref'd only while something is in flight; nothing native holds the loop.
@@ -60,7 +60,7 @@ function engineFor (native) {
   return tokioEngine || (tokioEngine = new Completer(onDone))
 }
 
-/** The engine new operations on plain (non-TLS) endpoints use: 'js' or 'tokio'. */
+/** The engine new operations use: 'js' or 'tokio'. */
 function defaultEngine () {
   return useLoop ? 'js' : 'tokio'
 }

@@ -44,7 +44,7 @@ static REGISTRY: LazyLock<Mutex<HashMap<Endpoint, Weak<SharedConnection>>>> =
 
 /// rustls needs a process-wide crypto provider; pick ring once. An
 /// embedding application that installed its own first keeps it.
-fn install_crypto_provider() {
+pub(crate) fn install_crypto_provider() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -144,7 +144,8 @@ impl RedisConnection {
     #[napi(constructor, catch_unwind)]
     pub fn new(options: ConnectOptions) -> napi::Result<Self> {
         let endpoint = Endpoint::resolve(options.into()).map_err(to_napi)?;
-        let loopable = endpoint.tls.is_none();
+        // Every endpoint the config accepts (TCP, Unix, TLS over TCP).
+        let loopable = true;
         Ok(RedisConnection {
             id: intern(endpoint)?,
             loopable,
@@ -157,8 +158,7 @@ impl RedisConnection {
         self.id
     }
 
-    /// Whether the JS-thread engine can serve this endpoint (TLS is served
-    /// by the tokio engine for now).
+    /// Whether the JS-thread engine can serve this endpoint.
     #[napi(getter)]
     pub fn loopable(&self) -> bool {
         self.loopable

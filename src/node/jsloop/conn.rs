@@ -7,7 +7,9 @@
 //! Connecting: IP addresses and Unix sockets connect at once (non-blocking);
 //! a host name is resolved on a short-lived thread, which wakes the loop.
 //! `AUTH`/`SELECT` are the first commands in the pipeline, bounded by the
-//! connect timeout; the operations' commands queue behind them.
+//! connect timeout; the operations' commands queue behind them. Over TLS
+//! the bytes go through a rustls session (tls.rs), which holds commands
+//! until its handshake is done; the connection is usable once both are.
 //!
 //! Failure rules, as the tokio engine's: a broken socket fails every
 //! command on it with an I/O error and the next call connects afresh; a
@@ -67,6 +69,8 @@ pub(crate) struct Conn {
     endpoint: Arc<Endpoint>,
     phase: Phase,
     sock: Option<Socket>,
+    /// The TLS session over `sock`, for a TLS endpoint (see tls.rs).
+    tls: Option<Box<rustls::ClientConnection>>,
     poll: *mut Handle,
     events: i32,
     /// Addresses still to try (a host name may resolve to several).
@@ -106,6 +110,7 @@ impl Conn {
             endpoint: Arc::clone(endpoint),
             phase: Phase::Resolving,
             sock: None,
+            tls: None,
             poll: std::ptr::null_mut(),
             events: 0,
             addrs: VecDeque::new(),
@@ -156,7 +161,9 @@ impl Conn {
 
     /// Connected, and every AUTH/SELECT reply in.
     fn is_ready(&self) -> bool {
-        self.phase == Phase::Open && !self.pending.iter().any(|p| p.handshake)
+        self.phase == Phase::Open
+            && !self.tls.as_ref().is_some_and(|t| t.is_handshaking())
+            && !self.pending.iter().any(|p| p.handshake)
     }
 
     /// Tells waiting operations the connection is usable, if it is.
@@ -257,6 +264,16 @@ impl Conn {
             }
         };
         let mut c = conn.borrow_mut();
+        if let (Some(settings), Address::Tcp { host, .. }) = (&c.endpoint.tls, &c.endpoint.address)
+        {
+            match super::tls::connect(settings, host) {
+                Ok(session) => c.tls = Some(Box::new(session)),
+                Err(why) => {
+                    drop(c);
+                    return Conn::fail(conn, engine, io::ErrorKind::InvalidInput, &why);
+                }
+            }
+        }
         c.close_poll(engine.uv());
         let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
         // SAFETY: the loop is this thread's; the socket stays open until
@@ -314,6 +331,7 @@ impl Conn {
     pub(crate) fn close(&mut self, uv: &Uv) {
         self.close_poll(uv);
         self.sock = None;
+        self.tls = None;
         self.phase = Phase::Closed;
         for tx in self.ready_waiters.drain(..) {
             let _ = tx.send(Err("the connection was closed".into()));
@@ -340,6 +358,7 @@ impl Conn {
         c.error = Some(msg.clone());
         c.close_poll(engine.uv());
         c.sock = None;
+        c.tls = None;
         c.phase = Phase::Closed;
         let pending: Vec<_> = c.pending.drain(..).collect();
         let waiters = std::mem::take(&mut c.ready_waiters);
@@ -505,36 +524,92 @@ impl Conn {
         if c.phase != Phase::Open {
             return;
         }
-        let mut failure = None;
-        while c.written < c.out.len() {
-            let Some(sock) = c.sock.as_ref() else { break };
-            match sock.send(&c.out[c.written..]) {
-                Ok(0) => {
-                    failure = Some((io::ErrorKind::WriteZero, "socket closed".to_owned()));
-                    break;
-                }
-                Ok(n) => c.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    failure = Some((e.kind(), e.to_string()));
-                    break;
-                }
+        let outcome = if c.tls.is_some() {
+            c.write_tls()
+        } else {
+            c.write_plain()
+        };
+        let done = match outcome {
+            Ok(done) => done,
+            Err((kind, why)) => {
+                drop(c);
+                return Conn::fail(conn, engine, kind, &why);
             }
-        }
-        if let Some((kind, why)) = failure {
-            drop(c);
-            return Conn::fail(conn, engine, kind, &why);
-        }
-        let events = if c.written == c.out.len() {
-            c.out.clear();
-            c.written = 0;
+        };
+        let events = if done {
             uv::READABLE
         } else {
             uv::READABLE | uv::WRITABLE
         };
         drop(c);
         Conn::set_events(conn, engine, events);
+    }
+
+    /// Writes buffered commands to the socket; `Ok(true)` when all went.
+    fn write_plain(&mut self) -> Result<bool, (io::ErrorKind, String)> {
+        while self.written < self.out.len() {
+            let Some(sock) = self.sock.as_ref() else {
+                break;
+            };
+            match sock.send(&self.out[self.written..]) {
+                Ok(0) => return Err((io::ErrorKind::WriteZero, "socket closed".to_owned())),
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err((e.kind(), e.to_string())),
+            }
+        }
+        let done = self.written == self.out.len();
+        if done {
+            self.out.clear();
+            self.written = 0;
+        }
+        Ok(done)
+    }
+
+    /// Hands buffered commands to the TLS session (which holds them until
+    /// its handshake is done) and writes what it has to send; `Ok(true)`
+    /// when nothing is left to write.
+    fn write_tls(&mut self) -> Result<bool, (io::ErrorKind, String)> {
+        let Conn {
+            sock,
+            tls,
+            out,
+            written,
+            ..
+        } = self;
+        let (Some(sock), Some(tls)) = (sock.as_ref(), tls.as_mut()) else {
+            return Ok(true);
+        };
+        loop {
+            while *written < out.len() {
+                match io::Write::write(&mut tls.writer(), &out[*written..]) {
+                    Ok(0) => break, // its buffer is full: send first
+                    Ok(n) => *written += n,
+                    Err(e) => return Err((e.kind(), e.to_string())),
+                }
+            }
+            let mut blocked = false;
+            while tls.wants_write() {
+                match tls.write_tls(&mut &*sock) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        blocked = true;
+                        break;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err((e.kind(), e.to_string())),
+                }
+            }
+            if blocked || *written == out.len() {
+                break;
+            }
+        }
+        if *written == out.len() {
+            out.clear();
+            *written = 0;
+        }
+        Ok(out.is_empty() && !tls.wants_write())
     }
 
     /// A readiness event from the poll handle.
@@ -586,19 +661,17 @@ impl Conn {
         }
     }
 
-    fn read(conn: &Rc<RefCell<Conn>>, engine: &Engine) {
-        let mut c = conn.borrow_mut();
+    /// Reads what the socket has into `input`; the error that ended it.
+    fn read_plain(&mut self) -> Option<(io::ErrorKind, String)> {
         let mut total = 0;
-        let mut failure = None;
         while total < READ_BUDGET {
-            let Conn { sock, input, .. } = &mut *c;
-            let Some(sock) = sock.as_ref() else { break };
+            let Conn { sock, input, .. } = self;
+            let sock = sock.as_ref()?;
             input.reserve(READ_CHUNK);
             let len = input.len();
             match sock.recv(input.spare_capacity_mut()) {
                 Ok(0) => {
-                    failure = Some((io::ErrorKind::UnexpectedEof, "closed by the server".into()));
-                    break;
+                    return Some((io::ErrorKind::UnexpectedEof, "closed by the server".into()))
                 }
                 Ok(n) => {
                     let asked = input.capacity() - len;
@@ -609,17 +682,61 @@ impl Conn {
                     if n < asked {
                         // The socket is drained (a short read); the poll is
                         // level-triggered and reports anything newer.
-                        break;
+                        return None;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    failure = Some((e.kind(), e.to_string()));
-                    break;
-                }
+                Err(e) => return Some((e.kind(), e.to_string())),
             }
         }
+        None
+    }
+
+    /// Reads TLS records from the socket, decrypts them into `input`.
+    fn read_tls(&mut self) -> Option<(io::ErrorKind, String)> {
+        let Conn {
+            sock, tls, input, ..
+        } = self;
+        let (sock, tls) = (sock.as_ref()?, tls.as_mut()?);
+        let mut total = 0;
+        while total < READ_BUDGET {
+            match tls.read_tls(&mut &*sock) {
+                Ok(0) => {
+                    return Some((io::ErrorKind::UnexpectedEof, "closed by the server".into()))
+                }
+                Ok(n) => total += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Some((e.kind(), e.to_string())),
+            }
+            let state = match tls.process_new_packets() {
+                Ok(state) => state,
+                // e.g. "invalid peer certificate: UnknownIssuer"
+                Err(e) => return Some((io::ErrorKind::InvalidData, format!("TLS: {e}"))),
+            };
+            let n = state.plaintext_bytes_to_read();
+            if n > 0 {
+                let len = input.len();
+                input.resize(len + n, 0);
+                if let Err(e) = io::Read::read_exact(&mut tls.reader(), &mut input[len..]) {
+                    return Some((e.kind(), e.to_string()));
+                }
+            }
+            if state.peer_has_closed() {
+                return Some((io::ErrorKind::UnexpectedEof, "closed by the server".into()));
+            }
+        }
+        None
+    }
+
+    fn read(conn: &Rc<RefCell<Conn>>, engine: &Engine) {
+        let mut c = conn.borrow_mut();
+        let failure = if c.tls.is_some() {
+            c.read_tls()
+        } else {
+            c.read_plain()
+        };
         // Replies that arrived before a close are still delivered.
         let mut replies = Vec::new();
         let mut at = 0;
@@ -668,6 +785,8 @@ impl Conn {
         if handshake_error.is_none() {
             c.wake_ready();
         }
+        // TLS may have something to send now (handshake, commands it held).
+        let tls_pending = c.tls.as_ref().is_some_and(|t| t.wants_write());
         let retired_idle = c.retired && c.pending.iter().all(|p| p.tx.is_none());
         let (id, endpoint) = (c.id, c.endpoint_id);
         drop(c);
@@ -682,6 +801,9 @@ impl Conn {
         }
         if let Some((kind, why)) = failure {
             return Conn::fail(conn, engine, kind, &why);
+        }
+        if tls_pending {
+            Conn::flush(conn, engine);
         }
         if retired_idle {
             conn.borrow_mut().close(engine.uv());

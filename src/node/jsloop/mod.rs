@@ -5,6 +5,7 @@
 
 mod conn;
 mod engine;
+mod tls;
 mod uv;
 
 use std::cell::RefCell;
