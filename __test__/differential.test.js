@@ -291,3 +291,28 @@ test('Redis errors are wrapped into the operation\'s error class', async () => {
     record.extend = { class: e.class, wrongType: /WRONGTYPE/.test(e.message) }
   })
 })
+
+test('after SCRIPT FLUSH: the same commands as redislock (EVALSHA, then EVAL on NOSCRIPT)', async () => {
+  const scriptCalls = async (check) => {
+    const info = await call(check, 'INFO', 'commandstats')
+    const out = {}
+    for (const cmd of ['set', 'evalsha', 'eval', 'script']) {
+      const m = new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info)
+      out[cmd] = m ? Number(m[1]) : 0
+    }
+    return out
+  }
+  const rec = await differential(async (lib, { client, check, record }) => {
+    const lock = lib.createLock(client, { timeout: 5000 })
+    await lock.acquire('diff:flush')
+    await call(check, 'SCRIPT', 'FLUSH')
+    await call(check, 'CONFIG', 'RESETSTAT')
+    record.extend = await settle(lock.extend(20000))
+    record.release = await settle(lock.release())
+    record.calls = await scriptCalls(check)
+    record.exists = await call(check, 'EXISTS', 'diff:flush')
+  })
+  assert.equal(rec.release.ok, true)
+  assert.equal(rec.exists, 0)
+  assert.ok(rec.calls.eval >= 1, JSON.stringify(rec.calls))
+})

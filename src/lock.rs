@@ -10,10 +10,12 @@
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
-use redis::Value;
+use redis::{Cmd, ErrorKind, Script, ServerErrorKind, Value};
 
 use crate::error::{Error, Result};
-use crate::scripts::{DEL_IF_EQUAL, DEL_IF_EQUAL_SCRIPT, PEXPIRE_IF_EQUAL_SCRIPT};
+use crate::scripts::{
+    DEL_IF_EQUAL, DEL_IF_EQUAL_SCRIPT, PEXPIRE_IF_EQUAL, PEXPIRE_IF_EQUAL_SCRIPT,
+};
 use crate::timer::Timer;
 
 /// Longest TTL or extension accepted, in ms (JavaScript's safe integers).
@@ -107,14 +109,15 @@ pub async fn try_acquire<C: ConnectionLike>(
     token: &str,
     ttl_ms: u64,
 ) -> Result<bool> {
-    let reply: redis::RedisResult<Value> = redis::cmd("SET")
+    // Sized up front: the command is built once per attempt on the hot path.
+    let mut set = Cmd::with_capacity(6, key.len() + token.len() + 32);
+    set.arg("SET")
         .arg(key)
         .arg(token)
         .arg("PX")
         .arg(ttl_ms)
-        .arg("NX")
-        .query_async(conn)
-        .await;
+        .arg("NX");
+    let reply: redis::RedisResult<Value> = set.query_async(conn).await;
     match reply {
         Ok(Value::Okay) => Ok(true),
         Ok(Value::SimpleString(s)) if s == "OK" => Ok(true),
@@ -213,8 +216,13 @@ async fn wait_before_retry(timer: &dyn Timer, delay: Duration) {
 /// taken by someone else) and nothing was deleted.
 pub async fn release<C: ConnectionLike>(conn: &mut C, key: &str, token: &str) -> Result<bool> {
     check_key(key)?;
-    let mut call = DEL_IF_EQUAL_SCRIPT.prepare_invoke();
-    call.key(key).arg(token);
+    let call = CompareAndAct {
+        script: &DEL_IF_EQUAL_SCRIPT,
+        body: DEL_IF_EQUAL,
+        key,
+        token,
+        ms: None,
+    };
     // If a first try that broke did delete the key, the retry reports it
     // gone (`false`).
     compare_and_act(conn, &call).await
@@ -231,23 +239,67 @@ pub async fn extend<C: ConnectionLike>(
     if ms == 0 || ms > MAX_MS {
         return Err(invalid_extension(ms));
     }
-    let mut call = PEXPIRE_IF_EQUAL_SCRIPT.prepare_invoke();
-    call.key(key).arg(token).arg(ms);
+    let call = CompareAndAct {
+        script: &PEXPIRE_IF_EQUAL_SCRIPT,
+        body: PEXPIRE_IF_EQUAL,
+        key,
+        token,
+        ms: Some(ms),
+    };
     // PEXPIRE to the same value is idempotent, so a retry is harmless.
     compare_and_act(conn, &call).await
 }
 
-/// Runs one of the compare-and-act scripts (EVALSHA, reloaded on
-/// NOSCRIPT): `true` when it acted (replied 1). If the connection broke
-/// under it, tries once more: the broken connection has been retired or is
-/// reconnecting, so the second try goes over a fresh one.
+/// One of the compare-and-act scripts on one key: `EVALSHA hash 1 key
+/// token [ms]`, and on NOSCRIPT the same with `EVAL body`, as redislock's
+/// redis-evalsha does.
+struct CompareAndAct<'a> {
+    script: &'a Script,
+    body: &'a str,
+    key: &'a str,
+    token: &'a str,
+    ms: Option<u64>,
+}
+
+impl CompareAndAct<'_> {
+    fn cmd(&self, verb: &str, script: &str) -> Cmd {
+        let size = verb.len() + script.len() + self.key.len() + self.token.len() + 32;
+        let mut cmd = Cmd::with_capacity(5 + usize::from(self.ms.is_some()), size);
+        cmd.arg(verb)
+            .arg(script)
+            .arg(1)
+            .arg(self.key)
+            .arg(self.token);
+        if let Some(ms) = self.ms {
+            cmd.arg(ms);
+        }
+        cmd
+    }
+
+    async fn run<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<i64> {
+        match self
+            .cmd("EVALSHA", self.script.get_hash())
+            .query_async(conn)
+            .await
+        {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.cmd("EVAL", self.body).query_async(conn).await
+            }
+            other => other,
+        }
+    }
+}
+
+/// Runs a compare-and-act script: `true` when it acted (replied 1). If the
+/// connection broke under it, tries once more: the broken connection has
+/// been retired or is reconnecting, so the second try goes over a fresh one.
 async fn compare_and_act<C: ConnectionLike>(
     conn: &mut C,
-    call: &redis::ScriptInvocation<'_>,
+    call: &CompareAndAct<'_>,
 ) -> Result<bool> {
-    let mut reply: Result<i64> = call.invoke_async(conn).await.map_err(Error::from);
+    let mut reply: Result<i64> = call.run(conn).await.map_err(Error::from);
     if matches!(reply, Err(Error::Connection(_))) {
-        reply = call.invoke_async(conn).await.map_err(Error::from);
+        reply = call.run(conn).await.map_err(Error::from);
     }
     Ok(reply? == 1)
 }

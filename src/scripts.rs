@@ -1,5 +1,6 @@
 //! The Lua scripts, byte-for-byte those of redislock 1.3.0. Run by EVALSHA;
-//! the `redis` crate loads them again when Redis answers NOSCRIPT.
+//! when Redis answers NOSCRIPT, by EVAL with the body (see lock.rs), as
+//! redislock does.
 
 use std::sync::LazyLock;
 
