@@ -444,29 +444,32 @@ impl Conn {
     pub(crate) fn check_deadlines(conn: &Rc<RefCell<Conn>>, engine: &Engine, now: Instant) {
         let mut c = conn.borrow_mut();
         c.check_at = None;
-        if c.phase != Phase::Open {
-            if now >= c.connect_deadline {
-                let ms = c.endpoint.connect_timeout.as_millis();
-                drop(c);
-                return Conn::fail(
-                    conn,
-                    engine,
-                    io::ErrorKind::NotConnected,
-                    &format!("timed out after {ms} ms"),
-                );
-            }
-            drop(c);
-            return Conn::arm_check(conn, engine);
-        }
-        if c.pending.iter().any(|p| p.handshake && p.deadline <= now) {
+        // Connecting (socket, TLS, AUTH/SELECT) is bounded by the connect
+        // timeout: a connect failure, not a command timeout.
+        let connecting = c.phase != Phase::Open;
+        let stalled = if connecting {
+            now >= c.connect_deadline
+        } else {
+            c.pending.iter().any(|p| p.handshake && p.deadline <= now)
+        };
+        if stalled {
             let ms = c.endpoint.connect_timeout.as_millis();
+            let during = if connecting {
+                ""
+            } else {
+                " (no reply to AUTH/SELECT)"
+            };
             drop(c);
             return Conn::fail(
                 conn,
                 engine,
                 io::ErrorKind::NotConnected,
-                &format!("timed out after {ms} ms (no reply to AUTH/SELECT)"),
+                &format!("timed out after {ms} ms{during}"),
             );
+        }
+        if connecting {
+            drop(c);
+            return Conn::arm_check(conn, engine);
         }
         let mut expired = Vec::new();
         for p in c.pending.iter_mut() {
