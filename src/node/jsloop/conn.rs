@@ -88,8 +88,11 @@ pub(crate) struct Conn {
     ready_waiters: Vec<oneshot::Sender<Result<(), String>>>,
     /// Queued for the engine's next flush.
     flush_queued: bool,
-    /// Every AUTH/SELECT reply has come in (a later failure is "lost").
+    /// Every AUTH/SELECT reply has come in and TLS is up (a later failure
+    /// is "lost"). Never goes back to false.
     handshaken: bool,
+    /// AUTH/SELECT replies still to come (their entries lead `pending`).
+    handshake_left: usize,
     /// Why it closed, for an operation that finds it closed.
     error: Option<String>,
 }
@@ -124,6 +127,7 @@ impl Conn {
             ready_waiters: Vec::new(),
             flush_queued: false,
             handshaken: false,
+            handshake_left: 0,
             error: None,
         };
         if let Some(pass) = &endpoint.password {
@@ -159,11 +163,13 @@ impl Conn {
         conn
     }
 
-    /// Connected, and every AUTH/SELECT reply in.
+    /// Connected, and every AUTH/SELECT reply in. O(1): it is asked on
+    /// every operation.
     fn is_ready(&self) -> bool {
         self.phase == Phase::Open
-            && !self.tls.as_ref().is_some_and(|t| t.is_handshaking())
-            && !self.pending.iter().any(|p| p.handshake)
+            && (self.handshaken
+                || (self.handshake_left == 0
+                    && !self.tls.as_ref().is_some_and(|t| t.is_handshaking())))
     }
 
     /// Tells waiting operations the connection is usable, if it is.
@@ -178,6 +184,7 @@ impl Conn {
 
     fn queue_handshake(&mut self, cmd: &Cmd) {
         cmd.write_packed_command(&mut self.out);
+        self.handshake_left += 1;
         self.pending.push_back(Pending {
             tx: None,
             deadline: self.connect_deadline,
@@ -450,7 +457,10 @@ impl Conn {
         let stalled = if connecting {
             now >= c.connect_deadline
         } else {
-            c.pending.iter().any(|p| p.handshake && p.deadline <= now)
+            // Handshake entries lead the queue.
+            c.pending
+                .front()
+                .is_some_and(|p| p.handshake && p.deadline <= now)
         };
         if stalled {
             let ms = c.endpoint.connect_timeout.as_millis();
@@ -777,6 +787,7 @@ impl Conn {
                 break;
             };
             if p.handshake {
+                c.handshake_left = c.handshake_left.saturating_sub(1);
                 if let Value::ServerError(e) = &value {
                     let detail = e.details().unwrap_or("");
                     handshake_error = Some(format!("AUTH/SELECT refused: {} {detail}", e.code()));
