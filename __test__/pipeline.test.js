@@ -7,24 +7,15 @@
  * write later (a partial write must neither lose nor reorder commands).
  */
 
-const { test, before, after } = require('node:test')
+const { test } = require('node:test')
 const assert = require('node:assert/strict')
-const IORedis = require('ioredis')
-const { startRedis } = require('./helpers/redis')
+const { useRedis } = require('./helpers/redis')
 const { createLock } = require('..')
 
-let server
-let check
-before(async () => {
-  server = await startRedis()
-  check = new IORedis({ port: server.port })
-})
-after(async () => {
-  await check.quit()
-  await server.stop()
-})
+const redis = useRedis()
 
 test('300 acquires with 64 KiB keys in one turn (~20 MB written), then 300 releases', async () => {
+  const { server, check } = redis
   const N = 300
   const keys = Array.from({ length: N }, (_, i) => `big:${i}:` + 'k'.repeat(64 * 1024))
   const locks = keys.map(() => createLock({ port: server.port }, { timeout: 30000 }))

@@ -9,30 +9,21 @@
  * key, with identically configured clients.
  */
 
-const { test, before, after } = require('node:test')
+const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const { spawn } = require('child_process')
 const path = require('path')
 const IORedis = require('ioredis')
 const redis3 = require('redis3')
-const { startRedis } = require('./helpers/redis')
+const { useRedis } = require('./helpers/redis')
 const { createLock } = require('..')
 
-let server
-let check
-before(async () => {
-  server = await startRedis()
-  check = new IORedis({ port: server.port })
-})
-after(async () => {
-  await check.quit()
-  await server.stop()
-})
+const redis = useRedis()
 
 /** A lock-holder child; `next()` resolves to its next JSON line. */
 function holder (impl, kind, key, prefix) {
   const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'lock-holder.js'),
-    impl, kind, String(server.port), key, prefix], { stdio: ['pipe', 'pipe', 'pipe'] })
+    impl, kind, String(redis.server.port), key, prefix], { stdio: ['pipe', 'pipe', 'pipe'] })
   const lines = []
   const waiting = []
   let buf = ''
@@ -74,8 +65,8 @@ for (const kind of ['redis3', 'ioredis']) {
         assert.equal(held.acquired, true, JSON.stringify(held))
         assert.equal(held.key, key, 'the lock reports the key as given')
         // The lock is on the prefixed key only, carrying the holder's token.
-        assert.deepEqual(await check.keys(`*${key}`), [prefix + key])
-        assert.equal(await check.get(prefix + key), held.id)
+        assert.deepEqual(await redis.check.keys(`*${key}`), [prefix + key])
+        assert.equal(await redis.check.get(prefix + key), held.id)
 
         // b tries only after a holds: exclusion, with redislock's message.
         const b = holder(second, kind, key, prefix)
@@ -85,12 +76,12 @@ for (const kind of ['redis3', 'ioredis']) {
 
         a.release()
         assert.deepEqual(await a.next(), { released: true })
-        assert.equal(await check.exists(prefix + key), 0)
+        assert.equal(await redis.check.exists(prefix + key), 0)
 
         const c = holder(second, kind, key, prefix)
         const taken = await c.next()
         assert.equal(taken.acquired, true, JSON.stringify(taken))
-        assert.equal(await check.get(prefix + key), taken.id)
+        assert.equal(await redis.check.get(prefix + key), taken.id)
         c.release()
         assert.deepEqual(await c.next(), { released: true })
         await c.end()
@@ -102,49 +93,49 @@ for (const kind of ['redis3', 'ioredis']) {
 }
 
 test('extend and release reach the prefixed key; errors name the key as given', async () => {
-  const client = redis3.createClient({ port: server.port, prefix: 'svc:' })
+  const client = redis3.createClient({ port: redis.server.port, prefix: 'svc:' })
   try {
     const lock = createLock(client, { timeout: 5000 })
     await lock.acquire('p1')
     assert.equal(lock._key, 'p1')
-    assert.equal(await check.get('svc:p1'), lock._id)
-    assert.equal(await check.exists('p1'), 0)
+    assert.equal(await redis.check.get('svc:p1'), lock._id)
+    assert.equal(await redis.check.exists('p1'), 0)
     await lock.extend(60000)
-    const ttl = await check.pttl('svc:p1')
+    const ttl = await redis.check.pttl('svc:p1')
     assert.ok(ttl > 50000, `ttl ${ttl}`)
     const other = createLock(client)
     const err = await other.acquire('p1').catch((e) => e)
     assert.equal(err.message, 'Could not acquire lock on "p1"')
     // An unprefixed lock on the same server does not see the prefixed one.
-    const plain = createLock({ port: server.port })
+    const plain = createLock({ port: redis.server.port })
     await plain.acquire('p1')
-    assert.equal(await check.get('p1'), plain._id)
+    assert.equal(await redis.check.get('p1'), plain._id)
     await plain.release()
     await lock.release()
-    assert.equal(await check.exists('svc:p1'), 0)
+    assert.equal(await redis.check.exists('svc:p1'), 0)
   } finally {
     await new Promise((resolve) => client.quit(() => resolve()))
   }
 })
 
 test('ioredis Buffer keyPrefix, and keyPrefix/prefix in an options object', async () => {
-  const io = new IORedis({ port: server.port, keyPrefix: Buffer.from('buf:') })
+  const io = new IORedis({ port: redis.server.port, keyPrefix: Buffer.from('buf:') })
   try {
     const a = createLock(io)
     await a.acquire('k')
-    assert.equal(await check.get('buf:k'), a._id)
+    assert.equal(await redis.check.get('buf:k'), a._id)
     await a.release()
   } finally {
     await io.quit()
   }
   for (const opts of [{ keyPrefix: 'opt:' }, { prefix: 'opt:' }]) {
-    const lock = createLock({ port: server.port, ...opts })
+    const lock = createLock({ port: redis.server.port, ...opts })
     await lock.acquire('k')
-    assert.equal(await check.get('opt:k'), lock._id)
+    assert.equal(await redis.check.get('opt:k'), lock._id)
     await lock.release()
   }
-  assert.throws(() => createLock({ port: server.port, keyPrefix: 'a:', prefix: 'b:' }), TypeError)
-  const bad = new IORedis({ port: server.port, keyPrefix: Buffer.from([0xff, 0xfe]), lazyConnect: true })
+  assert.throws(() => createLock({ port: redis.server.port, keyPrefix: 'a:', prefix: 'b:' }), TypeError)
+  const bad = new IORedis({ port: redis.server.port, keyPrefix: Buffer.from([0xff, 0xfe]), lazyConnect: true })
   assert.throws(() => createLock(bad), /not valid UTF-8/)
   bad.disconnect()
 })

@@ -80,4 +80,25 @@ async function startRedis (options = {}) {
   return server
 }
 
-module.exports = { startRedis, freePort }
+/**
+ * For a test file: starts a redis-server (startRedis `options`) before its
+ * tests, with an ioredis client `check` on it for looking at what landed,
+ * and stops both after them. Returns `{ server, check }`, filled in once
+ * started.
+ */
+function useRedis (options = {}) {
+  const { before, after } = require('node:test')
+  const ctx = { server: null, check: null }
+  before(async () => {
+    ctx.server = await startRedis(options)
+    const IORedis = require('ioredis')
+    ctx.check = new IORedis({ port: ctx.server.port })
+  })
+  after(async () => {
+    if (ctx.check) await ctx.check.quit()
+    if (ctx.server) await ctx.server.stop()
+  })
+  return ctx
+}
+
+module.exports = { startRedis, freePort, useRedis }
