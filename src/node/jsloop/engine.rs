@@ -453,7 +453,7 @@ impl Engine {
             for id in dirty {
                 let conn = self.conns.borrow().get(&id).cloned();
                 if let Some(conn) = conn {
-                    Conn::flush(&conn, self);
+                    Conn::flush_turn(&conn, self);
                 }
             }
         }
