@@ -305,9 +305,8 @@ impl Conn {
         }
         c.close_poll(engine.uv());
         let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
-        // SAFETY: the loop is this thread's; the socket stays open until
-        // after this handle is closed (`close_poll` runs before any drop
-        // of `sock`).
+        // SAFETY: the loop is this thread's, and the socket stays open until after
+        // this handle is closed (`close_poll` always runs before `sock` is dropped).
         let poll = unsafe {
             engine
                 .uv()
@@ -346,9 +345,8 @@ impl Conn {
 
     fn close_poll(&mut self, uv: &Uv) {
         if !self.poll.is_null() {
-            // SAFETY: the handle is live and owned by this connection; its
-            // close callback frees it; it is forgotten here so it is
-            // closed exactly once.
+            // SAFETY: live, owned by this connection, freed by its close callback, and
+            // forgotten right below, so it is closed exactly once.
             unsafe { uv.close(self.poll, close_poll_handle) };
             self.poll = std::ptr::null_mut();
             self.events = 0;

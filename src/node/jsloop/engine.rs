@@ -109,10 +109,8 @@ pub(crate) struct Remote {
 /// The engine's async handle, for `uv_async_send` from any thread.
 struct AsyncPtr(*mut Handle);
 
-// SAFETY: the pointer is only used for `uv_async_send`, which libuv
-// documents as safe to call from any thread, and only while it sits in
-// `Remote::wake`: shut-down takes it out under the same mutex before it
-// calls `uv_close`, so no thread can send on a closing handle.
+// Only used for `uv_async_send` (thread-safe, per libuv) while it sits in `Remote::wake`;
+// SAFETY: shut-down takes it out under that mutex before `uv_close`: no send on a closed handle.
 unsafe impl Send for AsyncPtr {}
 
 impl Remote {

@@ -41,13 +41,12 @@ impl Sink for JsSink {
     }
 
     fn deliver(&self, batch: Done) {
-        // SAFETY: called on the environment's own thread from a libuv
-        // callback, i.e. outside any JavaScript frame: a handle scope is
-        // opened for the values made here and closed before returning;
-        // `napi_make_callback` gives the call a callback scope, so promise
-        // reactions run when it returns (nodejs/node#15604). `env`,
-        // `on_done` and `context` live until the environment's cleanup
-        // hook, which also removes this sink from the engine first.
+        // Called on the environment's own thread from a libuv callback, outside any
+        // JavaScript frame: a handle scope is opened for the values made here and
+        // closed before returning; `napi_make_callback` gives the call a callback
+        // scope, so promise reactions run when it returns (nodejs/node#15604).
+        // SAFETY: `env`, `on_done` and `context` live until the environment's cleanup
+        // hook, which removes this sink from the engine first; all on this thread.
         unsafe {
             let env = self.env;
             let mut scope = ptr::null_mut();
@@ -114,9 +113,8 @@ impl LoopEngine {
         let raw_env = env.raw();
         let mut on_done_ref = ptr::null_mut();
         let mut context = ptr::null_mut();
-        // SAFETY: inside a napi call on this environment's thread, with the
-        // call's handle scope open; the reference (weak: count 0) and the
-        // async context are released in the cleanup hook below.
+        // SAFETY: inside a napi call on this environment's thread, its handle scope open;
+        // the weak reference and the async context are released in the cleanup hook.
         unsafe {
             let func = Function::<DoneArgs, ()>::to_napi_value(raw_env, on_done)?;
             check(sys::napi_create_reference(
@@ -151,9 +149,8 @@ impl LoopEngine {
             if let Some(engine) = engine::current() {
                 engine.remove_sink(&sink);
             }
-            // SAFETY: the environment is being torn down on its own thread;
-            // these two were made for it in this constructor and are
-            // released exactly once, here.
+            // SAFETY: the environment is being torn down on its own thread; these two
+            // were made for it in the constructor and are released once, here.
             unsafe {
                 sys::napi_delete_reference(raw_env, on_done_ref);
                 sys::napi_async_destroy(raw_env, context);

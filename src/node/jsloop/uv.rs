@@ -60,9 +60,8 @@ fn load() -> Option<Uv> {
     let lib: libloading::Library = libloading::os::unix::Library::this().into();
     macro_rules! sym {
         ($name:literal) => {
-            // SAFETY: each symbol is looked up by its libuv name and given
-            // the signature libuv 1.x declares for it in uv.h; the library
-            // is the host process itself, which outlives this addon.
+            // SAFETY: looked up by its libuv name, typed as uv.h (libuv 1.x) declares it;
+            // the library is the host process itself, which outlives this addon.
             unsafe { *lib.get(concat!($name, "\0").as_bytes()).ok()? }
         };
     }
@@ -116,8 +115,8 @@ impl Uv {
     /// Frees a handle allocated by [`Uv::alloc`] for `kind`.
     ///
     /// # Safety
-    /// `handle` came from `alloc(kind)`, is closed (its close callback is
-    /// running) and is not used again.
+    /// SAFETY (caller): `handle` came from `alloc(kind)`, is closed (its close
+    /// callback is running) and is not used again.
     pub unsafe fn free(&self, handle: *mut Handle, kind: c_int) {
         let size = (self.handle_size)(kind);
         if let Ok(layout) = Layout::from_size_align(size.max(1), ALIGN) {
@@ -129,7 +128,7 @@ impl Uv {
     /// `init` is the matching `uv_*_init`.
     ///
     /// # Safety
-    /// `lp` is the loop of the calling thread.
+    /// SAFETY (caller): `lp` is the loop of the calling thread.
     unsafe fn new_handle(
         &self,
         kind: c_int,
@@ -148,7 +147,7 @@ impl Uv {
     }
 
     /// # Safety
-    /// `lp` is the calling thread's loop.
+    /// SAFETY (caller): `lp` is the calling thread's loop.
     pub unsafe fn new_timer(
         &self,
         lp: *mut Loop,
@@ -158,7 +157,7 @@ impl Uv {
     }
 
     /// # Safety
-    /// `lp` is the calling thread's loop.
+    /// SAFETY (caller): `lp` is the calling thread's loop.
     pub unsafe fn new_prepare(
         &self,
         lp: *mut Loop,
@@ -168,7 +167,7 @@ impl Uv {
     }
 
     /// # Safety
-    /// `lp` is the calling thread's loop.
+    /// SAFETY (caller): `lp` is the calling thread's loop.
     pub unsafe fn new_async(
         &self,
         lp: *mut Loop,
@@ -179,8 +178,8 @@ impl Uv {
     }
 
     /// # Safety
-    /// `lp` is the calling thread's loop; `fd` an open socket that stays
-    /// open until this handle is closed.
+    /// SAFETY (caller): `lp` is the calling thread's loop; `fd` is an open
+    /// socket that stays open until this handle is closed.
     pub unsafe fn new_poll(
         &self,
         lp: *mut Loop,
@@ -191,13 +190,13 @@ impl Uv {
     }
 
     /// # Safety
-    /// `h` is a live handle.
+    /// SAFETY (caller): `h` is a live handle.
     pub unsafe fn data(&self, h: *const Handle) -> *mut c_void {
         (self.get_data)(h)
     }
 
     /// # Safety
-    /// `h` is a live poll handle.
+    /// SAFETY (caller): `h` is a live poll handle.
     pub unsafe fn poll_start(
         &self,
         h: *mut Handle,
@@ -208,19 +207,19 @@ impl Uv {
     }
 
     /// # Safety
-    /// `h` is a live timer handle.
+    /// SAFETY (caller): `h` is a live timer handle.
     pub unsafe fn timer_start(&self, h: *mut Handle, cb: PlainCb, ms: u64) {
         (self.timer_start)(h, cb, ms, 0);
     }
 
     /// # Safety
-    /// `h` is a live prepare handle.
+    /// SAFETY (caller): `h` is a live prepare handle.
     pub unsafe fn prepare_start(&self, h: *mut Handle, cb: PlainCb) {
         (self.prepare_start)(h, cb);
     }
 
     /// # Safety
-    /// `h` is a live prepare handle.
+    /// SAFETY (caller): `h` is a live prepare handle.
     pub unsafe fn prepare_stop(&self, h: *mut Handle) {
         (self.prepare_stop)(h);
     }
@@ -228,7 +227,7 @@ impl Uv {
     /// Thread-safe wake-up of the loop that owns `h`.
     ///
     /// # Safety
-    /// `h` is a live async handle (not yet closed).
+    /// SAFETY (caller): `h` is a live async handle (not yet closed).
     pub unsafe fn async_send(&self, h: *mut Handle) {
         (self.async_send)(h);
     }
@@ -236,7 +235,7 @@ impl Uv {
     /// Starts closing `h`; `cb` runs on a later loop turn and must free it.
     ///
     /// # Safety
-    /// `h` is a live handle not already closing.
+    /// SAFETY (caller): `h` is a live handle not already closing.
     pub unsafe fn close(&self, h: *mut Handle, cb: CloseCb) {
         (self.close)(h, Some(cb));
     }
