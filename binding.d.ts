@@ -42,8 +42,6 @@ export declare class RedisConnection {
   constructor(options: ConnectOptions)
   /** The endpoint's id, for the engines' operation calls. */
   get id(): number
-  /** Whether the JS-thread engine can serve this endpoint. */
-  get loopable(): boolean
 }
 
 /**

@@ -43,7 +43,7 @@ function targetFor (client) {
       const why = String(err && err.message).replace(/^\[[A-Z_]+\] /, '')
       throw new TypeError(`createLock expects ${CLIENT_KINDS}; got unusable settings: ${why}`, { cause: err })
     }
-    target = { engine: engineFor(native), endpoint: native.id, prefix }
+    target = { engine: engineFor(), endpoint: native.id, prefix }
     if (cache) cache.set(client, target)
   }
   return target

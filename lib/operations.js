@@ -43,12 +43,12 @@ let tokioEngine = null
 let loopEngine = null
 
 /**
- * The engine for operations on `native` (a RedisConnection): an object with
- * `acquire`/`release`/`extend(endpointId, id, ...)`. Chosen once per
- * connection object (see lock.js).
+ * The engine for new locks: an object with `acquire`/`release`/
+ * `extend(endpointId, id, ...)`. The JS-thread engine serves every endpoint
+ * (TCP, Unix sockets, TLS); chosen once per connection object (lock.js).
  */
-function engineFor (native) {
-  if (useLoop && native.loopable) {
+function engineFor () {
+  if (useLoop) {
     if (loopEngine === null) {
       // Registers this environment's onDone; the operations are plain
       // functions (no class to unwrap per call).

@@ -136,7 +136,6 @@ pub(crate) fn target(id: u32) -> crate::error::Result<Arc<Target>> {
 #[napi]
 pub struct RedisConnection {
     id: u32,
-    loopable: bool,
 }
 
 #[napi]
@@ -144,11 +143,8 @@ impl RedisConnection {
     #[napi(constructor, catch_unwind)]
     pub fn new(options: ConnectOptions) -> napi::Result<Self> {
         let endpoint = Endpoint::resolve(options.into()).map_err(to_napi)?;
-        // Every endpoint the config accepts (TCP, Unix, TLS over TCP).
-        let loopable = true;
         Ok(RedisConnection {
             id: intern(endpoint)?,
-            loopable,
         })
     }
 
@@ -156,11 +152,5 @@ impl RedisConnection {
     #[napi(getter)]
     pub fn id(&self) -> u32 {
         self.id
-    }
-
-    /// Whether the JS-thread engine can serve this endpoint.
-    #[napi(getter)]
-    pub fn loopable(&self) -> bool {
-        self.loopable
     }
 }
