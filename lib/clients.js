@@ -267,13 +267,16 @@ function safeMessage (err) {
 function readTarget (value) {
   let out
   let prefix = ''
+  const topology = value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? unsupportedTopology(value)
+    : null
   if (typeof value === 'string') {
     if (!URL_SCHEME.test(value)) throw invalidClient(value)
     out = urlTimeouts(value, { url: value })
   } else if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw invalidClient(value)
-  } else if (unsupportedTopology(value) !== null) {
-    throw invalidClient(value, `${unsupportedTopology(value)}, which redislock-rs does not support yet`)
+  } else if (topology !== null) {
+    throw invalidClient(value, `${topology}, which redislock-rs does not support yet`)
   } else if (value.connection_options !== undefined && typeof value.send_command === 'function') {
     out = fromNodeRedis3(value)
     prefix = keyPrefix(value.options && value.options.prefix, value)

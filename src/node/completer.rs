@@ -21,14 +21,10 @@ use napi::threadsafe_function::{
 };
 use napi_derive::napi;
 
-use super::{target, wire_message};
+use super::done::{panicked, Done, DoneArgs};
+use super::target;
 use crate::error::{Error as CoreError, Result};
 use crate::lock::{self, AcquireOptions};
-
-/// Completion codes, packed with the operation id as `id << 2 | code`.
-const DONE_FALSE: u32 = 0;
-const DONE_TRUE: u32 = 1;
-const DONE_ERROR: u32 = 2;
 
 /// The runtime the batched operations run on: current-thread, driven by one
 /// dedicated thread, so an operation never hops between Tokio workers.
@@ -84,14 +80,6 @@ impl<T: Default> Mailbox<T> {
     }
 }
 
-/// Finished operations, as JavaScript receives them.
-#[derive(Default)]
-struct Done {
-    codes: Vec<u32>,
-    errors: Vec<String>,
-}
-
-type DoneArgs = FnArgs<(Vec<u32>, Vec<String>)>;
 type Waker = ThreadsafeFunction<(), (), DoneArgs, Status, false, true>;
 
 struct CompleterShared {
@@ -101,15 +89,7 @@ struct CompleterShared {
 
 impl CompleterShared {
     fn finish(&self, id: u32, outcome: Result<bool>) {
-        let wake = self.done.post(|done| match outcome {
-            Ok(acted) => done
-                .codes
-                .push(id << 2 | if acted { DONE_TRUE } else { DONE_FALSE }),
-            Err(err) => {
-                done.codes.push(id << 2 | DONE_ERROR);
-                done.errors.push(wire_message(&err));
-            }
-        });
+        let wake = self.done.post(|done| done.record(id, outcome));
         if wake {
             self.waker.call((), ThreadsafeFunctionCallMode::NonBlocking);
         }
@@ -128,10 +108,10 @@ impl CompleterShared {
         let job: Job = Box::pin(async move {
             // A panic inside an operation must still settle its promise, or
             // JavaScript would wait forever.
-            let outcome = AssertUnwindSafe(op).catch_unwind().await.unwrap_or_else(|_| {
-                let why = "redislock-rs hit an internal error (a Rust panic, caught); please report it";
-                Err(CoreError::Internal(why.into()))
-            });
+            let outcome = AssertUnwindSafe(op)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| Err(panicked()));
             this.finish(id, outcome)
         });
         if INBOX.post(|jobs| jobs.push(job)) {

@@ -6,6 +6,7 @@
 //! runs lock operations on it and reports their outcomes in batches.
 
 mod completer;
+mod done;
 // The napi registrations are what use the JS-thread engine; a `cargo test`
 // build of the lib has none.
 #[cfg_attr(test, allow(dead_code))]

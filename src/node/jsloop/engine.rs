@@ -36,6 +36,7 @@ use futures_util::FutureExt;
 use super::conn::Conn;
 use super::uv::{self, Handle, Loop, Uv};
 use crate::config::Endpoint;
+use crate::node::done::{panicked, Done};
 
 pub(crate) type Task = Pin<Box<dyn Future<Output = ()>>>;
 
@@ -144,13 +145,6 @@ impl Wake for TaskWaker {
             self.remote.notify();
         }
     }
-}
-
-/// Finished operations of one environment, as its `onDone` receives them.
-#[derive(Default)]
-pub(crate) struct Done {
-    pub codes: Vec<u32>,
-    pub errors: Vec<String>,
 }
 
 /// Where one JavaScript environment's finished operations go.
@@ -358,35 +352,34 @@ impl Engine {
             remote: Arc::clone(&self.remote),
         }));
         self.tasks.borrow_mut()[id as usize] = Some((task, waker));
-        self.poll_task(id);
-        // An operation may be finished already (bad arguments): deliver it
-        // on the next loop turn, never inside the JavaScript call.
-        if self
-            .sinks
-            .borrow()
-            .iter()
-            .any(|s| !s.done().borrow().codes.is_empty())
-        {
+        // Finished already (bad arguments): delivered on the next loop turn,
+        // never inside the JavaScript call. Inside a turn, the turn does it.
+        if self.poll_task(id) && !self.remote.processing.load(Ordering::Acquire) {
             self.remote.notify();
         }
     }
 
-    fn poll_task(&self, id: u32) {
+    /// Polls task `id`; `true` when it finished.
+    fn poll_task(&self, id: u32) -> bool {
         let Some((mut task, waker)) = self
             .tasks
             .borrow_mut()
             .get_mut(id as usize)
             .and_then(Option::take)
         else {
-            return; // finished already: a stale wake-up
+            return false; // finished already: a stale wake-up
         };
         let mut cx = Context::from_waker(&waker);
         match task.as_mut().poll(&mut cx) {
-            Poll::Ready(()) => self.free_ids.borrow_mut().push(id),
+            Poll::Ready(()) => {
+                self.free_ids.borrow_mut().push(id);
+                true
+            }
             Poll::Pending => {
                 if let Some(slot) = self.tasks.borrow_mut().get_mut(id as usize) {
                     *slot = Some((task, waker));
                 }
+                false
             }
         }
     }
@@ -413,7 +406,7 @@ impl Engine {
             let mut delivered = false;
             for sink in sinks {
                 let batch = std::mem::take(&mut *sink.done().borrow_mut());
-                if !batch.codes.is_empty() {
+                if !batch.is_empty() {
                     delivered = true;
                     sink.deliver(batch);
                 }
@@ -608,19 +601,7 @@ where
         let outcome = std::panic::AssertUnwindSafe(op)
             .catch_unwind()
             .await
-            .unwrap_or_else(|_| {
-                Err(crate::error::Error::Internal(
-                    "redislock-rs hit an internal error (a Rust panic, caught); please report it"
-                        .into(),
-                ))
-            });
-        let mut done = sink.done().borrow_mut();
-        match outcome {
-            Ok(acted) => done.codes.push(id << 2 | u32::from(acted)),
-            Err(err) => {
-                done.codes.push(id << 2 | 2);
-                done.errors.push(crate::node::wire_message(&err));
-            }
-        }
+            .unwrap_or_else(|_| Err(panicked()));
+        sink.done().borrow_mut().record(id, outcome);
     }));
 }

@@ -16,11 +16,10 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
+use super::done::{Done, DoneArgs};
 use crate::lock::{self, AcquireOptions};
 use conn::LoopConn;
-use engine::{Done, LoopTimer, Sink};
-
-type DoneArgs = FnArgs<(Vec<u32>, Vec<String>)>;
+use engine::{LoopTimer, Sink};
 
 /// One environment's `onDone`, held weakly, and the async context its
 /// calls run in.
@@ -161,16 +160,21 @@ impl LoopEngine {
 }
 
 impl LoopEngine {
-    fn run<F>(env: &Env, id: u32, op: F)
+    /// Spawns `op`; an error (thrown to JavaScript, which rejects the
+    /// operation's promise) when this environment has no engine to report to,
+    /// never a promise left pending.
+    fn run<F>(env: &Env, id: u32, op: F) -> napi::Result<()>
     where
         F: std::future::Future<Output = crate::error::Result<bool>> + 'static,
     {
-        let Some(engine) = engine::current() else {
-            return;
+        let sink = engine::current().and_then(|e| Some((e.sink_for(env.raw().cast())?, e)));
+        let Some((sink, engine)) = sink else {
+            return Err(napi::Error::from_reason(
+                "[ERR_INTERNAL] the JS-thread engine is not running in this environment",
+            ));
         };
-        if let Some(sink) = engine.sink_for(env.raw().cast()) {
-            engine::spawn_op(&engine, sink, id, op);
-        }
+        engine::spawn_op(&engine, sink, id, op);
+        Ok(())
     }
 }
 
@@ -191,33 +195,46 @@ pub fn loop_acquire(
     ttl: f64,
     retries: f64,
     delay: f64,
-) {
+) -> napi::Result<()> {
     LoopEngine::run(&env, id, async move {
         let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
         let mut c = LoopConn::connect(endpoint).await?;
         lock::acquire(&mut c, &LoopTimer, &key, &token, &opts).await
-    });
+    })
 }
 
 /// `release` as operation `id` on the JS-thread engine (see
 /// `lock::release`): `false` when not ours.
 #[napi(catch_unwind)]
-pub fn loop_release(env: Env, endpoint: u32, id: u32, key: String, token: String) {
+pub fn loop_release(
+    env: Env,
+    endpoint: u32,
+    id: u32,
+    key: String,
+    token: String,
+) -> napi::Result<()> {
     LoopEngine::run(&env, id, async move {
         let mut c = LoopConn::connect(endpoint).await?;
         lock::release(&mut c, &key, &token).await
-    });
+    })
 }
 
 /// `extend` as operation `id` on the JS-thread engine (see `lock::extend`):
 /// `false` when not ours.
 #[napi(catch_unwind)]
-pub fn loop_extend(env: Env, endpoint: u32, id: u32, key: String, token: String, ms: f64) {
+pub fn loop_extend(
+    env: Env,
+    endpoint: u32,
+    id: u32,
+    key: String,
+    token: String,
+    ms: f64,
+) -> napi::Result<()> {
     LoopEngine::run(&env, id, async move {
         let ms = lock::extension_from_number(ms)?;
         let mut c = LoopConn::connect(endpoint).await?;
         lock::extend(&mut c, &key, &token, ms).await
-    });
+    })
 }
 
 fn check(status: sys::napi_status) -> napi::Result<()> {
