@@ -22,6 +22,8 @@ export declare class Completer {
   release(endpoint: number, id: number, key: string, token: string): void
   /** `extend` as operation `id` (see `lock::extend`): `false` when not ours. */
   extend(endpoint: number, id: number, key: string, token: string, ms: number): void
+  /** A Redisson face operation as operation `id` (see `redisson::run`). */
+  redisson(endpoint: number, id: number, op: number, name: string, channel: string, field: string, aux: string, lease: number, wait: number, watchdog: boolean, adapter: string): void
 }
 
 /**
@@ -85,7 +87,19 @@ export declare function loopAcquire(endpoint: number, id: number, key: string, t
 export declare function loopExtend(endpoint: number, id: number, key: string, token: string, ms: number): void
 
 /**
+ * A Redisson face operation as operation `id` on the JS-thread engine
+ * (see `redisson::run`).
+ */
+export declare function loopRedisson(endpoint: number, id: number, op: number, name: string, channel: string, field: string, aux: string, lease: number, wait: number, watchdog: boolean, adapter: string): void
+
+/**
  * `release` as operation `id` on the JS-thread engine (see
  * `lock::release`): `false` when not ours.
  */
 export declare function loopRelease(endpoint: number, id: number, key: string, token: string): void
+
+/**
+ * Stops the watchdog renewals of every lock held under the Redisson
+ * instance whose holder fields start with `prefix` (`Redisson.quit()`).
+ */
+export declare function stopRedissonRenewals(prefix: string): void

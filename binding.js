@@ -840,4 +840,6 @@ module.exports.LoopEngine = nativeBinding.LoopEngine
 module.exports.RedisConnection = nativeBinding.RedisConnection
 module.exports.loopAcquire = nativeBinding.loopAcquire
 module.exports.loopExtend = nativeBinding.loopExtend
+module.exports.loopRedisson = nativeBinding.loopRedisson
 module.exports.loopRelease = nativeBinding.loopRelease
+module.exports.stopRedissonRenewals = nativeBinding.stopRedissonRenewals

@@ -43,3 +43,19 @@ function wrapError (err, ErrorClass) {
 }
 
 module.exports = { LockError, LockAcquisitionError, LockReleaseError, LockExtendError, wrapError }
+
+/**
+ * node-redisson's RedissonLockError (which it throws but does not export):
+ * the message is followed by a JSON line naming the lock, the Redisson
+ * instance and the client. A Redis failure is kept as `cause`.
+ */
+class RedissonLockError extends Error {
+  constructor (message, lockName, nodeId, clientId, options) {
+    super(`${message}\n${JSON.stringify({ lockName, nodeId, clientId })}`, options)
+    this.lockName = lockName
+    this.nodeId = nodeId
+    this.clientId = clientId
+  }
+}
+
+module.exports.RedissonLockError = RedissonLockError

@@ -8,10 +8,9 @@
 const { randomUUID } = require('crypto')
 const inspect = require('util').inspect
 const Promise = require('bluebird')
-const { RedisConnection } = require('./native')
-const { start, engineFor } = require('./operations')
+const { start } = require('./operations')
+const { targetFor } = require('./targets')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
-const { readClient, CLIENT_KINDS } = require('./clients')
 
 // Hidden per-lock state: symbols stay out of Object.keys(lock).
 // The engine that runs this lock's operations, and the endpoint's id it
@@ -23,31 +22,6 @@ const kEndpoint = Symbol('redislock-rs.endpoint')
 // and `_key` see the key as given, as with redislock.
 const kPrefix = Symbol('redislock-rs.keyPrefix')
 const kBusy = Symbol('redislock-rs.acquiring')
-
-/**
- * `{ engine, endpoint, prefix }` (the engine, the endpoint's id and the key
- * prefix) for client objects and URL strings we have seen.
- */
-const byClient = new WeakMap()
-const byUrl = new Map()
-
-function targetFor (client) {
-  const cache = typeof client === 'string' ? byUrl : (client !== null && typeof client === 'object' ? byClient : null)
-  let target = cache ? cache.get(client) : undefined
-  if (target === undefined) {
-    const { options, prefix } = readClient(client)
-    let native
-    try {
-      native = new RedisConnection(options)
-    } catch (err) {
-      const why = String(err && err.message).replace(/^\[[A-Z_]+\] /, '')
-      throw new TypeError(`createLock expects ${CLIENT_KINDS}; got unusable settings: ${why}`, { cause: err })
-    }
-    target = { engine: engineFor(), endpoint: native.id, prefix }
-    if (cache) cache.set(client, target)
-  }
-  return target
-}
 
 // What each operation's outcome does to the lock (see operations.js).
 

@@ -9,9 +9,12 @@ pub mod config;
 pub mod connection;
 pub mod error;
 pub mod lock;
+pub mod reentrant;
 pub mod resp;
 pub mod scripts;
 pub mod timer;
+pub mod wakeups;
+pub mod watchdog;
 
 #[cfg(feature = "node")]
 mod node;

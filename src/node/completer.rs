@@ -21,14 +21,14 @@ use napi::threadsafe_function::{
 };
 use napi_derive::napi;
 
-use super::done::{panicked, Done, DoneArgs};
-use super::target;
+use super::done::{panicked, Done, DoneArgs, Outcome};
+use super::{redisson, target};
 use crate::error::{Error as CoreError, Result};
 use crate::lock::{self, AcquireOptions};
 
 /// The runtime the batched operations run on: current-thread, driven by one
 /// dedicated thread, so an operation never hops between Tokio workers.
-fn runtime() -> Option<&'static tokio::runtime::Handle> {
+pub(crate) fn runtime() -> Option<&'static tokio::runtime::Handle> {
     static RT: OnceLock<Option<tokio::runtime::Handle>> = OnceLock::new();
     RT.get_or_init(|| {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -88,7 +88,7 @@ struct CompleterShared {
 }
 
 impl CompleterShared {
-    fn finish(&self, id: u32, outcome: Result<bool>) {
+    fn finish<T: Outcome>(&self, id: u32, outcome: Result<T>) {
         let wake = self.done.post(|done| done.record(id, outcome));
         if wake {
             self.waker.call((), ThreadsafeFunctionCallMode::NonBlocking);
@@ -96,14 +96,15 @@ impl CompleterShared {
     }
 
     /// Runs `op` on the runtime and reports its outcome as operation `id`.
-    fn run<F>(self: &Arc<Self>, id: u32, op: F)
+    fn run<F, T>(self: &Arc<Self>, id: u32, op: F)
     where
-        F: Future<Output = Result<bool>> + Send + 'static,
+        T: Outcome + Send + 'static,
+        F: Future<Output = Result<T>> + Send + 'static,
     {
         let this = Arc::clone(self);
         let Some(rt) = runtime() else {
             let why = "could not start the Tokio runtime thread";
-            return this.finish(id, Err(CoreError::Internal(why.into())));
+            return this.finish::<bool>(id, Err(CoreError::Internal(why.into())));
         };
         let job: Job = Box::pin(async move {
             // A panic inside an operation must still settle its promise, or
@@ -198,6 +199,33 @@ impl Completer {
             let ms = lock::extension_from_number(ms)?;
             let mut c = inner.get().await?;
             lock::extend(&mut c, &key, &token, ms).await
+        });
+    }
+
+    /// A Redisson face operation as operation `id` (see `redisson::run`).
+    #[napi(catch_unwind)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn redisson(
+        &self,
+        endpoint: u32,
+        id: u32,
+        op: u32,
+        name: String,
+        channel: String,
+        field: String,
+        aux: String,
+        lease: f64,
+        wait: f64,
+        watchdog: bool,
+        adapter: String,
+    ) {
+        self.shared.run(id, async move {
+            let req = redisson::Request::parse(
+                op, name, channel, field, aux, lease, wait, watchdog, &adapter,
+            )?;
+            let target = target(endpoint)?;
+            let mut c = target.shared.get().await?;
+            redisson::run(req, target, &mut c, &crate::timer::TokioTimer).await
         });
     }
 }

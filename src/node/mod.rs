@@ -7,6 +7,8 @@
 
 mod completer;
 mod done;
+#[cfg_attr(test, allow(dead_code))]
+mod redisson;
 // The napi registrations are what use the JS-thread engine; a `cargo test`
 // build of the lib has none.
 #[cfg_attr(test, allow(dead_code))]
@@ -154,4 +156,12 @@ impl RedisConnection {
     pub fn id(&self) -> u32 {
         self.id
     }
+}
+
+/// Stops the watchdog renewals of every lock held under the Redisson
+/// instance whose holder fields start with `prefix` (`Redisson.quit()`).
+#[cfg_attr(test, allow(dead_code))]
+#[napi(catch_unwind)]
+pub fn stop_redisson_renewals(prefix: String) {
+    redisson::stop_renewals(&prefix);
 }

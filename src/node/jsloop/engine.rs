@@ -593,9 +593,10 @@ impl Future for Sleep {
 
 /// Runs `op` as an operation of `sink`: its outcome is reported as
 /// operation `id`, and a panic inside it settles it as an internal error.
-pub(crate) fn spawn_op<F>(engine: &Engine, sink: Rc<dyn Sink>, id: u32, op: F)
+pub(crate) fn spawn_op<F, T>(engine: &Engine, sink: Rc<dyn Sink>, id: u32, op: F)
 where
-    F: Future<Output = crate::error::Result<bool>> + 'static,
+    T: crate::node::done::Outcome + 'static,
+    F: Future<Output = crate::error::Result<T>> + 'static,
 {
     engine.spawn(Box::pin(async move {
         let outcome = std::panic::AssertUnwindSafe(op)

@@ -163,9 +163,10 @@ impl LoopEngine {
     /// Spawns `op`; an error (thrown to JavaScript, which rejects the
     /// operation's promise) when this environment has no engine to report to,
     /// never a promise left pending.
-    fn run<F>(env: &Env, id: u32, op: F) -> napi::Result<()>
+    fn run<F, T>(env: &Env, id: u32, op: F) -> napi::Result<()>
     where
-        F: std::future::Future<Output = crate::error::Result<bool>> + 'static,
+        T: super::done::Outcome + 'static,
+        F: std::future::Future<Output = crate::error::Result<T>> + 'static,
     {
         let sink = engine::current().and_then(|e| Some((e.sink_for(env.raw().cast())?, e)));
         let Some((sink, engine)) = sink else {
@@ -234,6 +235,34 @@ pub fn loop_extend(
         let ms = lock::extension_from_number(ms)?;
         let mut c = LoopConn::connect(endpoint).await?;
         lock::extend(&mut c, &key, &token, ms).await
+    })
+}
+
+/// A Redisson face operation as operation `id` on the JS-thread engine
+/// (see `redisson::run`).
+#[napi(catch_unwind)]
+#[allow(clippy::too_many_arguments)]
+pub fn loop_redisson(
+    env: Env,
+    endpoint: u32,
+    id: u32,
+    op: u32,
+    name: String,
+    channel: String,
+    field: String,
+    aux: String,
+    lease: f64,
+    wait: f64,
+    watchdog: bool,
+    adapter: String,
+) -> napi::Result<()> {
+    LoopEngine::run(&env, id, async move {
+        let req = super::redisson::Request::parse(
+            op, name, channel, field, aux, lease, wait, watchdog, &adapter,
+        )?;
+        let target = super::target(endpoint)?;
+        let mut c = LoopConn::connect(endpoint).await?;
+        super::redisson::run(req, target, &mut c, &LoopTimer).await
     })
 }
 

@@ -1,0 +1,38 @@
+'use strict'
+
+/**
+ * Where a lock's operations go: the engine, the endpoint's id (see
+ * src/node/mod.rs) and the client's key prefix, read once per client object
+ * or URL. Shared by both faces.
+ */
+
+const { RedisConnection } = require('./native')
+const { engineFor } = require('./operations')
+const { readClient, CLIENT_KINDS } = require('./clients')
+
+/**
+ * `{ engine, endpoint, prefix }` (the engine, the endpoint's id and the key
+ * prefix) for client objects and URL strings we have seen.
+ */
+const byClient = new WeakMap()
+const byUrl = new Map()
+
+function targetFor (client, what = 'createLock') {
+  const cache = typeof client === 'string' ? byUrl : (client !== null && typeof client === 'object' ? byClient : null)
+  let target = cache ? cache.get(client) : undefined
+  if (target === undefined) {
+    const { options, prefix } = readClient(client)
+    let native
+    try {
+      native = new RedisConnection(options)
+    } catch (err) {
+      const why = String(err && err.message).replace(/^\[[A-Z_]+\] /, '')
+      throw new TypeError(`${what} expects ${CLIENT_KINDS}; got unusable settings: ${why}`, { cause: err })
+    }
+    target = { engine: engineFor(), endpoint: native.id, prefix }
+    if (cache) cache.set(client, target)
+  }
+  return target
+}
+
+module.exports = { targetFor }

@@ -1,0 +1,91 @@
+// Types of redislock-rs/redisson: node-redisson 1.0.4's public types, plus
+// `RedissonLockError` and `{ redis: { client } }`.
+
+export type RedissonTime = number | bigint
+export type RLockWaitTime = RedissonTime | false
+export type RLockLeaseTime = RedissonTime | true
+export type LockClientId = string
+
+export declare class TimeUnit {
+  readonly baseMs: RedissonTime
+  private readonly _baseMs
+  constructor (baseMs: RedissonTime)
+  static MILLISECONDS: TimeUnit
+  static SECONDS: TimeUnit
+  static MINUTES: TimeUnit
+  static HOURS: TimeUnit
+  static DAYS: TimeUnit
+  /** The current time in ms, as a bigint. */
+  static now (): bigint
+  toMillis (d: RedissonTime): bigint
+  toSeconds (d: RedissonTime): bigint
+  toHours (d: RedissonTime): bigint
+  toDays (d: RedissonTime): bigint
+}
+
+export interface IRLock {
+  get clientId (): LockClientId
+  get name (): string
+  tryLock (waitTime: RLockWaitTime, leaseTime: RLockLeaseTime): Promise<boolean>
+  tryLock (waitTime: RLockWaitTime, leaseTime: RLockLeaseTime, unit: TimeUnit): Promise<boolean>
+  lock (): Promise<void>
+  lock (leaseTime: RLockLeaseTime): Promise<void>
+  lock (leaseTime: RLockLeaseTime, unit: TimeUnit): Promise<void>
+  unlock (): Promise<void>
+  forceUnlock (): Promise<boolean>
+  isLocked (): Promise<boolean>
+}
+
+/** ioredis connection options (the subset redislock-rs reads). */
+export interface RedisOptions {
+  host?: string
+  port?: number
+  path?: string
+  db?: number
+  username?: string
+  password?: string
+  keyPrefix?: string
+  connectTimeout?: number
+  commandTimeout?: number
+  tls?: object | boolean
+  [option: string]: unknown
+}
+
+export interface IRedissonConfig {
+  /**
+   * `{ options }`: ioredis options, as node-redisson. `{ client }`: any
+   * client, URL or options object `createLock` accepts (redislock-rs only).
+   * `{ clusters }` is not supported yet and throws.
+   */
+  redis: { options: RedisOptions } | { client: unknown }
+  eventAdapter?: 'streams' | 'pubsub'
+  /**
+   * Lease of locks taken without a lease time, renewed every third of it by
+   * the watchdog until unlock. Milliseconds; default 30000. A number is
+   * accepted too (node-redisson takes only a bigint).
+   */
+  lockWatchdogTimeout?: bigint | number
+}
+
+export interface IRedissonClient {
+  /** The client passed as `{ redis: { client } }`; throws otherwise. */
+  get redis (): unknown
+  getLock (name: string): IRLock
+  getLock (name: string, clientId: string): IRLock
+  quit (): Promise<void>
+}
+
+export declare class Redisson implements IRedissonClient {
+  constructor (config: IRedissonConfig)
+  get redis (): unknown
+  getLock (name: string, clientId?: string): IRLock
+  quit (): Promise<void>
+}
+
+/** Thrown by unlock() when the lock is not held by this client, and for Redis failures (`cause`). */
+export declare class RedissonLockError extends Error {
+  readonly lockName: string
+  readonly nodeId: string
+  readonly clientId: LockClientId
+  constructor (message: string, lockName: string, nodeId: string, clientId: LockClientId, options?: { cause?: unknown })
+}

@@ -1,0 +1,95 @@
+'use strict'
+
+/**
+ * redislock-rs/redisson: a drop-in for node-redisson 1.0.4 (`Redisson`,
+ * `TimeUnit`), on Redisson's lock format, with the wait loop, wake-ups and
+ * the watchdog in Rust. Also exports `RedissonLockError`, which
+ * node-redisson throws but does not export.
+ */
+
+const { randomUUID } = require('crypto')
+const { targetFor } = require('./lib/targets')
+const { stopRedissonRenewals } = require('./lib/native')
+const { RedissonLockError } = require('./lib/errors')
+const { TimeUnit } = require('./lib/redisson/timeunit')
+const { RLock } = require('./lib/redisson/rlock')
+
+const DEFAULT_WATCHDOG_MS = 30000
+
+function watchdogMs (value) {
+  if (value === undefined) return DEFAULT_WATCHDOG_MS
+  if (typeof value !== 'bigint' && typeof value !== 'number') {
+    throw new TypeError(`lockWatchdogTimeout must be a bigint or a number of milliseconds; got ${typeof value}`)
+  }
+  if (typeof value === 'number' && !Number.isInteger(value)) {
+    throw new RangeError(`lockWatchdogTimeout must be an integer number of milliseconds; got ${value}`)
+  }
+  const ms = BigInt(value)
+  if (ms < 3n) throw new RangeError(`lockWatchdogTimeout must be at least 3 ms (it is renewed every third of it); got ${value}`)
+  if (ms > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`lockWatchdogTimeout is too large: ${value}`)
+  return Number(ms)
+}
+
+/** What to connect to: `{ client }` (anything createLock takes) or ioredis `{ options }`. */
+function connectionOf (redis) {
+  if (redis === null || typeof redis !== 'object') {
+    throw new TypeError('new Redisson(config): config.redis must be { options } (ioredis options) or { client } (a Redis client, URL or options object)')
+  }
+  if ('clusters' in redis) {
+    throw new TypeError('new Redisson(config): config.redis.clusters (Redis Cluster) is not supported by redislock-rs yet; connect to a single server with { options } or { client }')
+  }
+  if (redis.client !== undefined) return { client: redis.client, target: targetFor(redis.client, 'new Redisson({ redis: { client } })') }
+  const options = redis.options === undefined ? {} : redis.options
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError('new Redisson(config): config.redis.options must be an ioredis options object')
+  }
+  // ioredis's defaults: 127.0.0.1:6379 unless a path is given.
+  const withDefaults = options.path !== undefined
+    ? options
+    : { ...options, host: options.host ?? '127.0.0.1', port: options.port ?? 6379 }
+  return { client: undefined, target: targetFor(withDefaults, 'new Redisson({ redis: { options } })') }
+}
+
+class Redisson {
+  constructor (config) {
+    if (config === null || typeof config !== 'object') {
+      throw new TypeError('new Redisson(config): config must be an object { redis: { options } }')
+    }
+    const { eventAdapter = 'pubsub' } = config
+    if (eventAdapter !== 'pubsub' && eventAdapter !== 'streams') {
+      throw new TypeError(`new Redisson(config): eventAdapter must be 'pubsub' or 'streams'; got ${JSON.stringify(eventAdapter)}`)
+    }
+    const { client, target } = connectionOf(config.redis)
+    this._id = randomUUID()
+    this._watchdogMs = watchdogMs(config.lockWatchdogTimeout)
+    this._adapter = eventAdapter
+    this._client = client
+    this._target = target
+    this._closed = false
+  }
+
+  /**
+   * node-redisson returns its own ioredis client here. redislock-rs talks
+   * to Redis natively, so it has one only if you passed it.
+   */
+  get redis () {
+    if (this._client === undefined) {
+      throw new Error('redisson.redis: redislock-rs has no ioredis client of its own (it talks to Redis natively); ' +
+        'pass your client as new Redisson({ redis: { client } }) to get it back here')
+    }
+    return this._client
+  }
+
+  getLock (name, clientId) {
+    return new RLock(this, name, clientId)
+  }
+
+  /** Stops this instance's watchdog renewals; later calls reject. */
+  async quit () {
+    if (this._closed) return
+    this._closed = true
+    stopRedissonRenewals(`${this._id}:`)
+  }
+}
+
+module.exports = { Redisson, TimeUnit, RedissonLockError }

@@ -1,0 +1,181 @@
+//! The Redisson face's operations, as both engines run them: one
+//! [`Request`] from JavaScript's arguments, one [`run`] over whatever
+//! connection and timer the engine has. The wake-up subscriber and the
+//! watchdog live on the tokio thread for both engines (they must not depend
+//! on the JavaScript thread); only waits and unlocks of watched locks talk
+//! to them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+
+use super::completer::runtime;
+use super::Target;
+use crate::error::{Error, Result};
+use crate::lock::{positive_int, MAX_MS};
+use crate::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
+use crate::timer::Timer;
+use crate::wakeups::Wakeups;
+use crate::watchdog::{self, Held};
+
+/// The operation codes JavaScript passes (lib/redisson/rlock.js).
+const TRY_LOCK: u32 = 0;
+const UNLOCK: u32 = 1;
+const FORCE_UNLOCK: u32 = 2;
+const IS_LOCKED: u32 = 3;
+
+enum Op {
+    TryLock { wait: Wait, watchdog: bool },
+    Unlock { latch: String },
+    ForceUnlock,
+    IsLocked,
+}
+
+pub(crate) struct Request {
+    op: Op,
+    name: String,
+    channel: String,
+    field: String,
+    lease_ms: u64,
+    adapter: Adapter,
+}
+
+impl Request {
+    /// From JavaScript's arguments: `lease` in ms (the watchdog's timeout
+    /// when `watchdog`), `wait` in ms (0: one attempt, -1: forever), `aux`
+    /// the unlock latch's name.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn parse(
+        op: u32,
+        name: String,
+        channel: String,
+        field: String,
+        aux: String,
+        lease: f64,
+        wait: f64,
+        watchdog: bool,
+        adapter: &str,
+    ) -> Result<Request> {
+        let adapter = Adapter::parse(adapter)?;
+        let lease_ms = match op {
+            TRY_LOCK | UNLOCK => positive_int(lease).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "Invalid lease time {lease}: expected a positive integer number of milliseconds"
+                ))
+            })?,
+            _ => 0,
+        };
+        let op = match op {
+            TRY_LOCK => {
+                let wait = if wait == -1.0 {
+                    Wait::Forever
+                } else if wait == 0.0 {
+                    Wait::Once
+                } else if wait.is_finite()
+                    && wait > 0.0
+                    && wait.fract() == 0.0
+                    && wait <= MAX_MS as f64
+                {
+                    Wait::For(Duration::from_millis(wait as u64))
+                } else {
+                    return Err(Error::InvalidArgument(format!(
+                        "Invalid wait time {wait}: expected a non-negative integer number of milliseconds"
+                    )));
+                };
+                Op::TryLock { wait, watchdog }
+            }
+            UNLOCK => Op::Unlock { latch: aux },
+            FORCE_UNLOCK => Op::ForceUnlock,
+            IS_LOCKED => Op::IsLocked,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown Redisson operation {other}"
+                )))
+            }
+        };
+        Ok(Request {
+            op,
+            name,
+            channel,
+            field,
+            lease_ms,
+            adapter,
+        })
+    }
+}
+
+fn rt() -> Result<&'static tokio::runtime::Handle> {
+    runtime().ok_or_else(|| Error::Internal("could not start the Tokio runtime thread".into()))
+}
+
+/// Runs `req` against `target` over `conn`. The outcome code: 1 held /
+/// unlocked (still held) / deleted / locked, 0 not, 3 an unlock that
+/// released the last hold.
+pub(crate) async fn run<C: ConnectionLike>(
+    req: Request,
+    target: Arc<Target>,
+    conn: &mut C,
+    timer: &dyn Timer,
+) -> Result<u32> {
+    match req.op {
+        Op::TryLock { wait, watchdog } => {
+            let wakeups = match wait {
+                Wait::Once => None,
+                _ => Some(Wakeups::for_endpoint(&target.endpoint, req.adapter, rt()?)),
+            };
+            let held = reentrant::try_lock(
+                conn,
+                timer,
+                wakeups.as_ref(),
+                &req.name,
+                &req.channel,
+                &req.field,
+                req.lease_ms,
+                wait,
+            )
+            .await?;
+            if held && watchdog {
+                let h = Held::new(&target.shared, &req.name, &req.field);
+                watchdog::start(rt()?, Arc::clone(&target.shared), h, req.lease_ms);
+            }
+            Ok(u32::from(held))
+        }
+        Op::Unlock { latch } => {
+            let held = Held::new(&target.shared, &req.name, &req.field);
+            let paused = watchdog::pause(&held).await;
+            let keys = UnlockKeys {
+                name: &req.name,
+                channel: &req.channel,
+                latch: &latch,
+            };
+            let latch_ms = reentrant::latch_ms(target.endpoint.command_timeout);
+            let outcome =
+                reentrant::unlock(conn, &keys, &req.field, req.lease_ms, latch_ms, req.adapter)
+                    .await;
+            if let Some(p) = paused {
+                p.finish(outcome.as_ref().ok().copied());
+            }
+            Ok(match outcome? {
+                Unlocked::NotHeld => 0,
+                Unlocked::Decremented => 1,
+                Unlocked::Released => 3,
+            })
+        }
+        Op::ForceUnlock => {
+            let shared = Arc::clone(&target.shared);
+            let name = req.name.clone();
+            watchdog::stop_where(|h| h.same_lock(&shared, &name));
+            let deleted =
+                reentrant::force_unlock(conn, &req.name, &req.channel, req.adapter).await?;
+            Ok(u32::from(deleted))
+        }
+        Op::IsLocked => Ok(u32::from(reentrant::is_locked(conn, &req.name).await?)),
+    }
+}
+
+/// Stops the renewals of every lock whose holder field starts with
+/// `prefix` (`<instance id>:`): `Redisson.quit()`.
+pub(crate) fn stop_renewals(prefix: &str) {
+    watchdog::stop_where(|h| h.field.starts_with(prefix));
+}

@@ -1,0 +1,498 @@
+//! Reentrant hash locks on Redisson's format, as node-redisson 1.0.4 writes
+//! them: the lock is a hash at the lock name, its one field
+//! `<instance id>:<client id>` holds the hold count, and the key carries a
+//! PTTL. A release announces itself on the lock's channel (pub/sub, or an
+//! entry in node-redisson's event stream), so waiters of either library wake.
+//!
+//! The scripts are node-redisson's, byte for byte (so EVALSHA hashes match
+//! and both libraries share Redis's script cache). The wait loop subscribes
+//! before its first attempt and sleeps at most until the holder's lease ends
+//! or its own deadline, whichever is first (see [`try_lock`]).
+//!
+//! Written against `ConnectionLike`, a [`Timer`] and a [`Wakeups`] source, so
+//! it runs on either engine.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::{select, Either};
+use redis::aio::ConnectionLike;
+use redis::{Cmd, ErrorKind, Script, ServerErrorKind, Value};
+
+use crate::error::{Error, Result};
+use crate::lock::MAX_MS;
+use crate::timer::Timer;
+use crate::wakeups::Wakeups;
+
+/// node-redisson's `UnlockMessages.UNLOCK`: the message a release publishes.
+pub const UNLOCK_MESSAGE: &str = "0";
+
+/// node-redisson's event stream (`eventAdapter: 'streams'`).
+pub const EVENTS_STREAM: &str = "redisson:events";
+
+/// How a release announces itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Adapter {
+    /// `PUBLISH` on the lock's channel (node-redisson's default).
+    PubSub,
+    /// `XADD redisson:events MAXLEN ~ 100 * <channel> 0`.
+    Streams,
+}
+
+impl Adapter {
+    pub fn parse(name: &str) -> Result<Adapter> {
+        match name {
+            "pubsub" => Ok(Adapter::PubSub),
+            "streams" => Ok(Adapter::Streams),
+            other => Err(Error::InvalidArgument(format!(
+                "Invalid eventAdapter {other:?}: expected 'pubsub' or 'streams'"
+            ))),
+        }
+    }
+}
+
+const TRY_LOCK: &str = "
+if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end
+return redis.call('pttl', KEYS[1]);";
+
+const RENEW: &str = "
+if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then 
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return 1;
+end;
+return 0;";
+
+const UNLOCK_HEAD: &str = "
+local val = redis.call('get', KEYS[3]);
+if val ~= false then
+  return tonumber(val);
+end
+if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then
+  return nil;
+end
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1);
+if (counter > 0) then
+  redis.call('pexpire', KEYS[1], ARGV[2]);
+  redis.call('set', KEYS[3], 0, 'px', ARGV[4]);
+  return 0;
+else
+  redis.call('del', KEYS[1]);
+  ";
+const UNLOCK_TAIL: &str = "
+  redis.call('set', KEYS[3], 1, 'px', ARGV[4]);
+  return 1;
+end";
+
+const FORCE_HEAD: &str = "
+if (redis.call('del', KEYS[1]) == 1) then 
+  ";
+const FORCE_TAIL: &str = "
+  return 1
+else
+  return 0
+end";
+
+const PUBLISH: &str = "redis.call('publish', KEYS[2], ARGV[1]);";
+const XADD: &str =
+    "redis.call('xadd', 'redisson:events', 'MAXLEN', '~', 100, '*', KEYS[2], ARGV[1]);";
+
+/// A script with its body kept for the NOSCRIPT fallback.
+struct Lua {
+    body: String,
+    script: Script,
+}
+
+impl Lua {
+    fn new(body: String) -> Lua {
+        let script = Script::new(&body);
+        Lua { body, script }
+    }
+}
+
+struct Scripts {
+    try_lock: Lua,
+    renew: Lua,
+    unlock: [Lua; 2],
+    force: [Lua; 2],
+}
+
+fn scripts() -> &'static Scripts {
+    static S: std::sync::OnceLock<Scripts> = std::sync::OnceLock::new();
+    S.get_or_init(|| {
+        let with = |head: &str, tail: &str| {
+            [
+                Lua::new(format!("{head}{PUBLISH}{tail}")),
+                Lua::new(format!("{head}{XADD}{tail}")),
+            ]
+        };
+        Scripts {
+            try_lock: Lua::new(TRY_LOCK.to_string()),
+            renew: Lua::new(RENEW.to_string()),
+            unlock: with(UNLOCK_HEAD, UNLOCK_TAIL),
+            force: with(FORCE_HEAD, FORCE_TAIL),
+        }
+    })
+}
+
+fn index(adapter: Adapter) -> usize {
+    match adapter {
+        Adapter::PubSub => 0,
+        Adapter::Streams => 1,
+    }
+}
+
+/// `EVALSHA`, and on NOSCRIPT `EVAL` with the body.
+async fn eval<C: ConnectionLike>(
+    conn: &mut C,
+    lua: &Lua,
+    keys: &[&str],
+    args: &[&[u8]],
+) -> redis::RedisResult<Value> {
+    let build = |verb: &str, script: &str| {
+        let mut cmd = Cmd::with_capacity(3 + keys.len() + args.len(), 256);
+        cmd.arg(verb).arg(script).arg(keys.len());
+        for k in keys {
+            cmd.arg(*k);
+        }
+        for a in args {
+            cmd.arg(*a);
+        }
+        cmd
+    };
+    match build("EVALSHA", lua.script.get_hash())
+        .query_async(conn)
+        .await
+    {
+        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+            build("EVAL", &lua.body).query_async(conn).await
+        }
+        other => other,
+    }
+}
+
+/// Runs `lua`, once more on a fresh connection if the first try broke.
+async fn eval_retrying<C: ConnectionLike>(
+    conn: &mut C,
+    lua: &Lua,
+    keys: &[&str],
+    args: &[&[u8]],
+) -> Result<Value> {
+    match eval(conn, lua, keys, args).await.map_err(Error::from) {
+        Err(Error::Connection(_)) => Ok(eval(conn, lua, keys, args).await?),
+        other => other,
+    }
+}
+
+fn integer(v: &Value, what: &str) -> Result<i64> {
+    match v {
+        Value::Int(n) => Ok(*n),
+        other => Err(Error::Redis(format!(
+            "Unexpected reply to {what}: {other:?} (is the key a Redisson lock hash?)"
+        ))),
+    }
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::InvalidArgument(
+            "Invalid lock name \"\": the name must be a non-empty string".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_ms(ms: u64, what: &str) -> Result<()> {
+    if ms == 0 || ms > MAX_MS {
+        return Err(Error::InvalidArgument(format!(
+            "Invalid {what} {ms}: expected a positive integer number of milliseconds"
+        )));
+    }
+    Ok(())
+}
+
+/// One attempt: `None` when the lock is now held by `field` (taken or
+/// re-entered, lease set to `lease_ms`), else the holder's PTTL in ms.
+pub async fn try_lock_once<C: ConnectionLike>(
+    conn: &mut C,
+    name: &str,
+    field: &str,
+    lease_ms: u64,
+) -> Result<Option<i64>> {
+    check_name(name)?;
+    check_ms(lease_ms, "lease time")?;
+    let lease = lease_ms.to_string();
+    let v = eval(
+        conn,
+        &scripts().try_lock,
+        &[name],
+        &[lease.as_bytes(), field.as_bytes()],
+    )
+    .await;
+    let v = match v.map_err(Error::from) {
+        // A first try that broke may have landed: HINCRBY twice would count
+        // two holds. Ask whether the field is there before trying again.
+        Err(Error::Connection(_)) => {
+            let held: bool = redis::cmd("HEXISTS")
+                .arg(name)
+                .arg(field)
+                .query_async(conn)
+                .await?;
+            if held {
+                return Ok(None);
+            }
+            eval(
+                conn,
+                &scripts().try_lock,
+                &[name],
+                &[lease.as_bytes(), field.as_bytes()],
+            )
+            .await?
+        }
+        other => other?,
+    };
+    match v {
+        Value::Nil => Ok(None),
+        other => integer(&other, "the lock script").map(Some),
+    }
+}
+
+/// What a wait is bounded by.
+#[derive(Clone, Copy, Debug)]
+pub enum Wait {
+    /// One attempt (`waitTime` 0).
+    Once,
+    /// Until this long has passed since the call.
+    For(Duration),
+    /// Until the lock is taken (`waitTime` false).
+    Forever,
+}
+
+/// node-redisson's `tryLock`: attempts until the lock is taken or the wait
+/// is over. `true` when held. Subscribed to the lock's channel before the
+/// first attempt, so a release between a failed attempt and the sleep is
+/// never missed; each sleep ends on a release, at the holder's PTTL, or at
+/// the deadline.
+#[allow(clippy::too_many_arguments)]
+pub async fn try_lock<C: ConnectionLike>(
+    conn: &mut C,
+    timer: &dyn Timer,
+    wakeups: Option<&Arc<Wakeups>>,
+    name: &str,
+    channel: &str,
+    field: &str,
+    lease_ms: u64,
+    wait: Wait,
+) -> Result<bool> {
+    check_name(name)?;
+    check_ms(lease_ms, "lease time")?;
+    let started = Instant::now();
+    let deadline = match wait {
+        Wait::For(d) => Some(started + d),
+        _ => None,
+    };
+    let mut sub = match (wait, wakeups) {
+        (Wait::Once, _) | (_, None) => None,
+        (_, Some(w)) => Some(w.subscribe(channel).await?),
+    };
+    loop {
+        if let Some(s) = sub.as_mut() {
+            s.mark();
+        }
+        let ttl = match try_lock_once(conn, name, field, lease_ms).await? {
+            None => return Ok(true),
+            Some(ttl) => ttl,
+        };
+        let left = match (wait, deadline) {
+            (Wait::Once, _) => return Ok(false),
+            (_, Some(d)) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Ok(false),
+            },
+            _ => None,
+        };
+        // The holder's lease bounds the sleep: past it the key has expired
+        // (a crashed holder is never announced). A key without a TTL (-1)
+        // or one that just vanished (-2) gets a short re-check.
+        let by_ttl = if ttl > 0 {
+            Duration::from_millis(ttl as u64)
+        } else {
+            Duration::from_millis(if ttl == -2 { 0 } else { 1000 })
+        };
+        let nap = match left {
+            Some(left) => left.min(by_ttl),
+            None => by_ttl,
+        };
+        match sub.as_mut() {
+            Some(s) => {
+                let woke = std::pin::pin!(s.wait());
+                let slept = timer.sleep(nap);
+                if let Either::Left((Err(e), _)) = select(woke, slept).await {
+                    return Err(e);
+                }
+            }
+            None => {
+                if !nap.is_zero() {
+                    timer.sleep(nap).await;
+                }
+            }
+        }
+    }
+}
+
+/// How long an unlock latch lives: long enough for a retried unlock (after
+/// a timeout or a broken connection) to find the first one's outcome.
+pub fn latch_ms(command_timeout: Duration) -> u64 {
+    (command_timeout.as_millis() as u64)
+        .saturating_mul(4)
+        .clamp(1000, 60_000)
+}
+
+/// What an unlock did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unlocked {
+    /// The hold count went down and is still above zero.
+    Decremented,
+    /// The last hold: the key is gone and the release was announced.
+    Released,
+    /// `field` did not hold the lock.
+    NotHeld,
+}
+
+/// Names of one unlock call.
+pub struct UnlockKeys<'a> {
+    pub name: &'a str,
+    pub channel: &'a str,
+    pub latch: &'a str,
+}
+
+/// node-redisson's `unlock`: one hold fewer, the release announced on the
+/// last one. The latch makes a retry (after a timeout or a broken
+/// connection) report the first try's outcome instead of decrementing
+/// again; it is deleted afterwards.
+pub async fn unlock<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &UnlockKeys<'_>,
+    field: &str,
+    lease_ms: u64,
+    latch_ms: u64,
+    adapter: Adapter,
+) -> Result<Unlocked> {
+    check_name(keys.name)?;
+    let lua = &scripts().unlock[index(adapter)];
+    let lease = lease_ms.to_string();
+    let latch = latch_ms.to_string();
+    let k = [keys.name, keys.channel, keys.latch];
+    let a: [&[u8]; 4] = [
+        UNLOCK_MESSAGE.as_bytes(),
+        lease.as_bytes(),
+        field.as_bytes(),
+        latch.as_bytes(),
+    ];
+    let first = eval(conn, lua, &k, &a).await.map_err(Error::from);
+    let (reply, retried) = match first {
+        Err(Error::Connection(_)) | Err(Error::Timeout(_)) => {
+            (eval(conn, lua, &k, &a).await.map_err(Error::from), true)
+        }
+        other => (other, false),
+    };
+    let outcome = match reply? {
+        Value::Nil => Unlocked::NotHeld,
+        v => match integer(&v, "the unlock script")? {
+            0 => Unlocked::Decremented,
+            _ => Unlocked::Released,
+        },
+    };
+    if retried || outcome != Unlocked::NotHeld {
+        // Best effort: the latch expires by itself anyway.
+        let _: redis::RedisResult<Value> =
+            redis::cmd("DEL").arg(keys.latch).query_async(conn).await;
+    }
+    Ok(outcome)
+}
+
+/// node-redisson's `forceUnlock`: deletes the lock whoever holds it and
+/// announces the release. `true` when there was a lock.
+pub async fn force_unlock<C: ConnectionLike>(
+    conn: &mut C,
+    name: &str,
+    channel: &str,
+    adapter: Adapter,
+) -> Result<bool> {
+    check_name(name)?;
+    let v = eval_retrying(
+        conn,
+        &scripts().force[index(adapter)],
+        &[name, channel],
+        &[UNLOCK_MESSAGE.as_bytes()],
+    )
+    .await?;
+    Ok(integer(&v, "the force-unlock script")? == 1)
+}
+
+/// The watchdog's renewal: sets the lease to `lease_ms` if `field` still
+/// holds the lock. `false`: it does not.
+pub async fn renew<C: ConnectionLike>(
+    conn: &mut C,
+    name: &str,
+    field: &str,
+    lease_ms: u64,
+) -> Result<bool> {
+    let lease = lease_ms.to_string();
+    let v = eval_retrying(
+        conn,
+        &scripts().renew,
+        &[name],
+        &[lease.as_bytes(), field.as_bytes()],
+    )
+    .await?;
+    Ok(integer(&v, "the renewal script")? == 1)
+}
+
+/// node-redisson's `isLocked`: whether the lock name exists.
+pub async fn is_locked<C: ConnectionLike>(conn: &mut C, name: &str) -> Result<bool> {
+    check_name(name)?;
+    let mut cmd = redis::cmd("EXISTS");
+    cmd.arg(name);
+    let n: i64 = match cmd.query_async(conn).await.map_err(Error::from) {
+        Err(Error::Connection(_)) => cmd.query_async(conn).await?,
+        other => other?,
+    };
+    Ok(n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_are_node_redissons() {
+        let s = scripts();
+        // node-redisson builds its scripts by replacing a placeholder; the
+        // assembled bodies must match it byte for byte.
+        assert!(s.unlock[0].body.contains(
+            "redis.call('del', KEYS[1]);\n  redis.call('publish', KEYS[2], ARGV[1]);\n  redis.call('set', KEYS[3], 1"
+        ));
+        assert!(s.force[1].body.starts_with(
+            "\nif (redis.call('del', KEYS[1]) == 1) then \n  redis.call('xadd', 'redisson:events'"
+        ));
+        assert_ne!(s.unlock[0].script.get_hash(), s.unlock[1].script.get_hash());
+    }
+
+    #[test]
+    fn latch_outlives_a_retry() {
+        assert_eq!(latch_ms(Duration::from_millis(2000)), 8000);
+        assert_eq!(latch_ms(Duration::from_millis(10)), 1000);
+        assert_eq!(latch_ms(Duration::from_secs(3600)), 60_000);
+    }
+
+    #[test]
+    fn adapters_parse() {
+        assert_eq!(Adapter::parse("pubsub").unwrap(), Adapter::PubSub);
+        assert_eq!(Adapter::parse("streams").unwrap(), Adapter::Streams);
+        assert!(Adapter::parse("kafka").is_err());
+    }
+}

@@ -1,0 +1,477 @@
+//! Wake-ups on release: one subscriber connection per server and adapter,
+//! shared by every waiter in the process, on the tokio runtime.
+//!
+//! A waiter takes a [`Subscription`] to the lock's channel *before* its
+//! first attempt: `subscribe` returns only once Redis has confirmed the
+//! `SUBSCRIBE` (pub/sub) or the stream reader has fixed the position it
+//! reads from (streams), so a release after that point is always seen.
+//! Each channel keeps a generation counter: a release bumps it, and a
+//! waiter sleeps until the counter moves past the value it saw before its
+//! attempt ([`Subscription::mark`]) — no wake-up can fall between the two.
+//! Channels are reference-counted: `UNSUBSCRIBE` goes out only when the last
+//! waiter of a channel in this process is gone, never under another waiter.
+//! If the subscriber connection breaks, every waiter is woken (it retries
+//! its attempt at once) and the next wait subscribes again on a new
+//! connection; waits stay bounded by the holder's PTTL meanwhile.
+//!
+//! The primitives (`Notify`, atomics, oneshot) work from any executor, so a
+//! waiter on the JS-thread engine is woken across threads by the same code.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::{MultiplexedConnection, PubSubSink};
+use redis::{AsyncConnectionConfig, Value};
+use tokio::runtime::Handle;
+use tokio::sync::{oneshot, Notify};
+
+use crate::config::Endpoint;
+use crate::error::{Error, Result};
+use crate::reentrant::{Adapter, EVENTS_STREAM};
+
+struct Channel {
+    /// Bumped by each release seen on the channel (and by a broken link).
+    generation: AtomicU64,
+    notify: Notify,
+    /// The link epoch at which Redis confirmed our subscription (0: never).
+    confirmed: AtomicU64,
+}
+
+impl Channel {
+    fn bump(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.notify.notify_waiters();
+    }
+}
+
+#[derive(Default)]
+struct Channels {
+    by_name: HashMap<String, (Arc<Channel>, usize)>,
+}
+
+/// The live subscriber connection.
+enum Link {
+    PubSub(PubSubSink),
+    /// The stream reader runs as its own task; nothing to send.
+    Streams,
+}
+
+pub struct Wakeups {
+    endpoint: Endpoint,
+    adapter: Adapter,
+    rt: Handle,
+    channels: Mutex<Channels>,
+    /// Incremented each time a link is made (so starts at 1 with the first).
+    epoch: AtomicU64,
+    /// Serialises connecting, SUBSCRIBE and UNSUBSCRIBE on the link.
+    link: tokio::sync::Mutex<Option<Link>>,
+}
+
+type Registry = Mutex<HashMap<(Endpoint, Adapter), Arc<Wakeups>>>;
+static REGISTRY: LazyLock<Registry> = LazyLock::new(Mutex::default);
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Poisoning only means a panic elsewhere; the maps stay consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Wakeups {
+    /// The process's wake-up source for `endpoint` and `adapter`, whose
+    /// subscriber runs on `rt`.
+    pub fn for_endpoint(endpoint: &Endpoint, adapter: Adapter, rt: &Handle) -> Arc<Wakeups> {
+        let mut reg = locked(&REGISTRY);
+        reg.entry((endpoint.clone(), adapter))
+            .or_insert_with(|| {
+                Arc::new(Wakeups {
+                    endpoint: endpoint.clone(),
+                    adapter,
+                    rt: rt.clone(),
+                    channels: Mutex::default(),
+                    epoch: AtomicU64::new(0),
+                    link: tokio::sync::Mutex::new(None),
+                })
+            })
+            .clone()
+    }
+
+    /// A subscription to `channel`, confirmed by Redis before it returns.
+    pub async fn subscribe(self: &Arc<Self>, channel: &str) -> Result<Subscription> {
+        let owner = Arc::clone(self);
+        let chan = {
+            let mut ch = locked(&owner.channels);
+            let entry = ch.by_name.entry(channel.to_string()).or_insert_with(|| {
+                (
+                    Arc::new(Channel {
+                        generation: AtomicU64::new(0),
+                        notify: Notify::new(),
+                        confirmed: AtomicU64::new(0),
+                    }),
+                    0,
+                )
+            });
+            entry.1 += 1;
+            Arc::clone(&entry.0)
+        };
+        let mut sub = Subscription {
+            owner,
+            name: channel.to_string(),
+            chan,
+            seen: 0,
+            epoch: 0,
+        };
+        sub.confirm().await?;
+        Ok(sub)
+    }
+
+    /// Runs `job` on the tokio runtime and waits for it from any executor.
+    async fn on_runtime<T, F>(&self, job: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = Result<T>> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        self.rt.spawn(async move {
+            let _ = tx.send(job.await);
+        });
+        rx.await
+            .map_err(|_| Error::Internal("the tokio runtime dropped a subscribe".into()))?
+    }
+
+    /// Makes sure `chan` is subscribed on the current link (connecting if
+    /// there is none); returns the link's epoch. Runs on the runtime.
+    async fn ensure(self: Arc<Self>, name: String, chan: Arc<Channel>) -> Result<u64> {
+        let mut link = self.link.lock().await;
+        if link.is_none() {
+            *link = Some(Arc::clone(&self).connect().await?);
+        }
+        let epoch = self.epoch.load(Ordering::Acquire);
+        if chan.confirmed.load(Ordering::Acquire) == epoch {
+            return Ok(epoch);
+        }
+        if let Some(Link::PubSub(sink)) = link.as_mut() {
+            let timeout = self.endpoint.command_timeout;
+            match tokio::time::timeout(timeout, sink.subscribe(&name)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    *link = None;
+                    return Err(e.into());
+                }
+                Err(_) => {
+                    *link = None;
+                    return Err(Error::Timeout(format!(
+                        "Redis did not confirm SUBSCRIBE {name} within {} ms",
+                        timeout.as_millis()
+                    )));
+                }
+            }
+        }
+        chan.confirmed.store(epoch, Ordering::Release);
+        Ok(epoch)
+    }
+
+    async fn connect(self: Arc<Self>) -> Result<Link> {
+        let client = self.endpoint.client()?;
+        let within = self.endpoint.connect_timeout;
+        let describe = |e: String| {
+            Error::Connection(format!(
+                "Redis subscriber connection to {} failed: {e}",
+                self.endpoint.describe()
+            ))
+        };
+        let link = match self.adapter {
+            Adapter::PubSub => {
+                let pubsub = tokio::time::timeout(within, client.get_async_pubsub())
+                    .await
+                    .map_err(|_| describe("timed out".into()))?
+                    .map_err(|e| describe(e.to_string()))?;
+                let (sink, mut stream) = pubsub.split();
+                let me = Arc::clone(&self);
+                let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+                self.rt.spawn(async move {
+                    while let Some(msg) = stream.next().await {
+                        me.released(msg.get_channel_name());
+                    }
+                    me.broken(epoch).await;
+                });
+                Link::PubSub(sink)
+            }
+            Adapter::Streams => {
+                // Its own connection: XREAD BLOCK would hold up the shared one.
+                let config = AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(within))
+                    .set_response_timeout(Some(READ_BLOCK + self.endpoint.command_timeout));
+                let mut conn = tokio::time::timeout(
+                    within,
+                    client.get_multiplexed_async_connection_with_config(&config),
+                )
+                .await
+                .map_err(|_| describe("timed out".into()))?
+                .map_err(|e| describe(e.to_string()))?;
+                // Read from the newest entry now: every release after this
+                // point (and so after any subscription confirmed on this
+                // link) is seen.
+                let newest: Value = redis::cmd("XREVRANGE")
+                    .arg(EVENTS_STREAM)
+                    .arg("+")
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(1)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| describe(e.to_string()))?;
+                let from = entry_ids(&newest).pop().unwrap_or_else(|| "0-0".into());
+                let me = Arc::clone(&self);
+                let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+                self.rt.spawn(async move {
+                    me.read_stream(conn, from).await;
+                    me.broken(epoch).await;
+                });
+                Link::Streams
+            }
+        };
+        Ok(link)
+    }
+
+    /// Follows node-redisson's event stream until the connection fails or
+    /// nobody waits any more.
+    async fn read_stream(&self, mut conn: MultiplexedConnection, mut from: String) {
+        loop {
+            let reply: redis::RedisResult<Value> = redis::cmd("XREAD")
+                .arg("COUNT")
+                .arg(100)
+                .arg("BLOCK")
+                .arg(READ_BLOCK.as_millis() as u64)
+                .arg("STREAMS")
+                .arg(EVENTS_STREAM)
+                .arg(&from)
+                .query_async(&mut conn)
+                .await;
+            let Ok(reply) = reply else { return };
+            for (id, channel) in stream_entries(&reply) {
+                self.released(&channel);
+                from = id;
+            }
+            if locked(&self.channels).by_name.is_empty() {
+                // Idle: drop the reader; the next waiter starts a new one.
+                return;
+            }
+        }
+    }
+
+    fn released(&self, channel: &str) {
+        let chan = locked(&self.channels)
+            .by_name
+            .get(channel)
+            .map(|(c, _)| Arc::clone(c));
+        if let Some(c) = chan {
+            c.bump();
+        }
+    }
+
+    /// The link of `epoch` is gone: forget it and wake every waiter, so
+    /// each retries at once and subscribes again before its next sleep.
+    async fn broken(&self, epoch: u64) {
+        let mut link = self.link.lock().await;
+        if self.epoch.load(Ordering::Acquire) == epoch {
+            *link = None;
+        }
+        drop(link);
+        let all: Vec<Arc<Channel>> = locked(&self.channels)
+            .by_name
+            .values()
+            .map(|(c, _)| Arc::clone(c))
+            .collect();
+        for c in all {
+            c.bump();
+        }
+    }
+
+    /// The last waiter of `name` left: unsubscribe, unless a new one came.
+    async fn release_channel(self: Arc<Self>, name: String) {
+        let mut link = self.link.lock().await;
+        let gone = {
+            let mut ch = locked(&self.channels);
+            match ch.by_name.get(&name) {
+                Some((_, 0)) => {
+                    ch.by_name.remove(&name);
+                    true
+                }
+                _ => false,
+            }
+        };
+        if gone {
+            if let Some(Link::PubSub(sink)) = link.as_mut() {
+                let within = self.endpoint.command_timeout;
+                if !matches!(
+                    tokio::time::timeout(within, sink.unsubscribe(&name)).await,
+                    Ok(Ok(()))
+                ) {
+                    // Unsure state: start over on a fresh link next time.
+                    *link = None;
+                }
+            }
+        }
+    }
+}
+
+/// How long one stream read blocks in Redis.
+const READ_BLOCK: Duration = Duration::from_millis(5000);
+
+/// The ids of a stream range reply (`XREVRANGE`).
+fn entry_ids(v: &Value) -> Vec<String> {
+    let Value::Array(entries) = v else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|e| match e {
+            Value::Array(parts) => parts.first().and_then(text),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `(id, channel)` for each entry of an `XREAD` reply, in order: each
+/// node-redisson entry is `<channel> <message>`.
+fn stream_entries(v: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let streams: Vec<&Value> = match v {
+        Value::Array(s) => s.iter().collect(),
+        Value::Map(m) => m.iter().map(|(_, v)| v).collect(),
+        _ => return out,
+    };
+    for s in streams {
+        // RESP2: [name, entries]; RESP3 map values are the entries.
+        let entries = match s {
+            Value::Array(pair) if pair.len() == 2 && text(&pair[0]).is_some() => &pair[1],
+            other => other,
+        };
+        let Value::Array(entries) = entries else {
+            continue;
+        };
+        for e in entries {
+            let Value::Array(parts) = e else { continue };
+            let (Some(id), Some(Value::Array(fields))) =
+                (parts.first().and_then(text), parts.get(1))
+            else {
+                continue;
+            };
+            if let Some(channel) = fields.first().and_then(text) {
+                out.push((id, channel));
+            }
+        }
+    }
+    out
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// One waiter's subscription to one channel. Dropping it unsubscribes when
+/// it was the channel's last.
+pub struct Subscription {
+    owner: Arc<Wakeups>,
+    name: String,
+    chan: Arc<Channel>,
+    seen: u64,
+    epoch: u64,
+}
+
+impl Subscription {
+    async fn confirm(&mut self) -> Result<()> {
+        let owner = Arc::clone(&self.owner);
+        let (name, chan) = (self.name.clone(), Arc::clone(&self.chan));
+        self.epoch = self
+            .owner
+            .on_runtime(async move { owner.ensure(name, chan).await })
+            .await?;
+        Ok(())
+    }
+
+    /// Call before each attempt: a release after this wakes [`wait`](Self::wait).
+    pub fn mark(&mut self) {
+        self.seen = self.chan.generation.load(Ordering::Acquire);
+    }
+
+    /// Returns once a release (or a broken subscriber link) has been seen
+    /// since [`mark`](Self::mark); after a broken link it first subscribes
+    /// again, so the next attempt is covered.
+    pub async fn wait(&mut self) -> Result<()> {
+        loop {
+            let notified = self.chan.notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.chan.generation.load(Ordering::Acquire) != self.seen {
+                break;
+            }
+            notified.await;
+        }
+        if self.owner.epoch.load(Ordering::Acquire) != self.epoch
+            || self.chan.confirmed.load(Ordering::Acquire) != self.epoch
+        {
+            self.confirm().await?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let last = {
+            let mut ch = locked(&self.owner.channels);
+            match ch.by_name.get_mut(&self.name) {
+                Some((_, n)) => {
+                    *n = n.saturating_sub(1);
+                    *n == 0
+                }
+                None => false,
+            }
+        };
+        if last {
+            let owner = Arc::clone(&self.owner);
+            let name = std::mem::take(&mut self.name);
+            self.owner.rt.spawn(owner.release_channel(name));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn reads_node_redisson_stream_entries() {
+        let entry = |id: &str, ch: &str| {
+            Value::Array(vec![bulk(id), Value::Array(vec![bulk(ch), bulk("0")])])
+        };
+        let reply = Value::Array(vec![Value::Array(vec![
+            bulk(EVENTS_STREAM),
+            Value::Array(vec![
+                entry("1-0", "redisson_lock__channel:{a}"),
+                entry("2-0", "x"),
+            ]),
+        ])]);
+        assert_eq!(
+            stream_entries(&reply),
+            vec![
+                ("1-0".to_string(), "redisson_lock__channel:{a}".to_string()),
+                ("2-0".to_string(), "x".to_string())
+            ]
+        );
+        assert!(stream_entries(&Value::Nil).is_empty());
+        let range = Value::Array(vec![entry("7-1", "c")]);
+        assert_eq!(entry_ids(&range), vec!["7-1".to_string()]);
+    }
+}
