@@ -12,7 +12,11 @@
  * - 'contended': `workers` workers on one key, retrying every `delay` ms,
  *   holding the lock `csMs` ms;
  * - 'audit': like 'uncontended', but counts the commands the contender
- *   sends (MONITOR; slows Redis down, so never timed).
+ *   sends (MONITOR; slows Redis down, so never timed);
+ * - 'handoff' (Redisson face contenders only): `workers` waiters on one
+ *   key, each with its own lock object, acquire (waiting forever) + release
+ *   with a ~0 ms hold; the time from a release() call to the next
+ *   acquisition (measure.js runHandoffs; spec also has minHandoffs, capMs).
  *
  * The contender opens one Redis connection shared by all its workers; the
  * harness's own INFO / MONITOR connections are plain sockets (redis-raw.js).
@@ -22,7 +26,7 @@
  */
 
 const { byId } = require('./contenders')
-const { runWorkers, threadNames } = require('./measure')
+const { runWorkers, runHandoffs, threadNames } = require('./measure')
 const raw = require('./redis-raw')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -64,6 +68,7 @@ async function main () {
   const contender = byId[spec.id]
   if (!contender) throw new Error(`unknown contender ${spec.id}`)
   const inst = await contender.open({ host: spec.host, port: spec.port })
+  if (spec.mode === 'handoff') return handoff(contender, inst, spec)
   const workers = Array.from({ length: spec.workers }, (_, i) => spec.mode === 'contended'
     ? inst.contended(spec.key, { delay: spec.delay, csMs: spec.csMs })
     : inst.worker(`${spec.key}:${i}`))
@@ -86,6 +91,21 @@ async function main () {
   result.ourThreads = names && names.filter((n) => n.startsWith('redislock-rs'))
   result.threads = names && names.length
   await inst.close()
+  process.stdout.write(JSON.stringify(result) + '\n', () => process.exit(0))
+}
+
+/**
+ * Handoff mode. Waiters still blocked at the end are abandoned: the result is
+ * written and the process exits, without close(): with waits pending,
+ * node-redisson's quit() makes its leftover wait timers and handlers write
+ * to a closed connection (EPIPE / "Connection is closed" on stderr).
+ */
+async function handoff (contender, inst, spec) {
+  const waiters = Array.from({ length: spec.workers }, () => inst.waiter(spec.key))
+  const result = await runHandoffs(waiters, spec)
+  result.id = spec.id
+  result.pid = process.pid
+  result.engine = engineOf(contender)
   process.stdout.write(JSON.stringify(result) + '\n', () => process.exit(0))
 }
 

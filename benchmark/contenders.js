@@ -186,6 +186,56 @@ function rawIoredis (id, label, extra) {
   }
 }
 
+/**
+ * The Redisson face (not among issue 9's contenders): redislock-rs/redisson
+ * and node-redisson 1.0.4, the package it replaces. Same interface as above,
+ * plus waiter(key): one lock object (so its own random clientId) that waits
+ * as long as it takes, for the handoff scenario (child.js, mode 'handoff').
+ * One Redisson instance per process, shared by all workers.
+ */
+function redissonFace (id, label, pkg, env) {
+  return {
+    id,
+    label,
+    js: pkg !== '../redisson',
+    engine: env ? env.REDISLOCK_RS_ENGINE : undefined,
+    env,
+    async open ({ host, port }) {
+      // node-redisson adds one listener per waiting lock to one EventEmitter;
+      // 16 waiters trip Node's "possible EventEmitter memory leak" warning
+      // (limit 10) on every wait, which would flood the harness's stderr.
+      if (pkg === 'node-redisson') require('events').defaultMaxListeners = 0
+      const { Redisson } = require(pkg)
+      const redisson = new Redisson({ redis: { options: { host, port } } })
+      // Connect once outside the measurements.
+      const probe = redisson.getLock(`bench:redisson:probe:${id}:${process.pid}`)
+      if (!await probe.tryLock(0, TTL)) throw new Error(`${id}: probe lock held`)
+      await probe.unlock()
+      return {
+        worker (key) {
+          const lock = redisson.getLock(key)
+          return {
+            async cycle () {
+              if (!await lock.tryLock(0, TTL)) throw new Error(`${id}: lock ${key} held`)
+              await lock.unlock()
+            }
+          }
+        },
+        waiter (key) {
+          const lock = redisson.getLock(key)
+          return { acquire: () => lock.tryLock(false, TTL), release: () => lock.unlock() }
+        },
+        close: () => redisson.quit()
+      }
+    }
+  }
+}
+
+const REDISSON = [
+  redissonFace('redisson-rs', 'redislock-rs/redisson, JS-thread engine', '../redisson', { REDISLOCK_RS_ENGINE: 'js' }),
+  redissonFace('node-redisson', `node-redisson@${version('node-redisson')} (ioredis@${version('ioredis')}, pubsub)`, 'node-redisson')
+]
+
 const ALL = [
   redislockRs('redislock-rs', 'js', 'redislock-rs, JS-thread engine'),
   redislockRs('redislock-rs-tokio', 'tokio', 'redislock-rs, tokio engine'),
@@ -196,4 +246,4 @@ const ALL = [
   rawIoredis('js-floor-autopipe', 'raw ioredis, enableAutoPipelining', { enableAutoPipelining: true })
 ]
 
-module.exports = { ALL, byId: Object.fromEntries(ALL.map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }
+module.exports = { ALL, REDISSON, byId: Object.fromEntries([...ALL, ...REDISSON].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }

@@ -17,8 +17,14 @@
  * and, where the machine allows it, the uncontended scenarios against a
  * redis-server in a network namespace behind a delayed veth pair (netns.js).
  *
+ * Redisson face (not among issue 9's targets): redislock-rs/redisson vs
+ * node-redisson 1.0.4, uncontended at 1, 16 and 128 workers, and the handoff
+ * latency of 16 waiters on one lock (child.js, mode 'handoff').
+ *
  * Env: BENCH_QUICK=1, BENCH_ROUNDS=n, BENCH_DURATION_MS=n,
- *      BENCH_ONLY=id,id (contender ids, see contenders.js; redislock-rs is always run),
+ *      BENCH_ONLY=id,id (contender ids, see contenders.js; redislock-rs and
+ *        redisson-rs are always run), BENCH_NO_REDISSON=1 (skip the Redisson
+ *        face), BENCH_HANDOFF_MS=n (recorded time per handoff round),
  *      BENCH_NO_MEMORY=1, BENCH_NO_REMOTE=1, BENCH_REMOTE_DELAY_MS=0.2 (0: no netem)
  */
 
@@ -28,7 +34,7 @@ const path = require('path')
 const { spawn } = require('child_process')
 const { startRedis } = require('../__test__/helpers/redis')
 const contenders = require('./contenders')
-const { summarize } = require('./measure')
+const { summarize, summarizeHandoffs } = require('./measure')
 const raw = require('./redis-raw')
 const cLimit = require('./c-limit')
 const netns = require('./netns')
@@ -50,10 +56,20 @@ const CFG = {
   auditWorkers: 16,
   auditDuration: QUICK ? 200 : 300,
   memoryCycles: QUICK ? 20000 : 200000,
-  memoryWorkers: 16
+  memoryWorkers: 16,
+  redisson: process.env.BENCH_NO_REDISSON !== '1',
+  redissonWorkers: [1, 16, 128],
+  handoffWorkers: 16,
+  // Longer than the 10 s lease in a full run: node-redisson's wait timers
+  // (one per wait, as long as the holder's remaining TTL) then fire inside it.
+  handoffDuration: Number(process.env.BENCH_HANDOFF_MS) || (QUICK ? 1000 : 12000),
+  handoffMin: QUICK ? 50 : 100, // per round, at least
+  handoffCapExtraMs: 30000, // a round ends at handoffDuration + this at the latest
+  stallMs: 100
 }
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') : null
 const LIST = contenders.ALL.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS)
+const REDISSON_LIST = CFG.redisson ? contenders.REDISSON.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.REDISSON_RS) : []
 
 const log = (...a) => console.error('[bench]', ...a)
 const rotate = (arr, k) => arr.map((_, i) => arr[(i + k) % arr.length])
@@ -134,6 +150,40 @@ async function contention (delay, target) {
   return Object.fromEntries(LIST.map((x) => [x.id, summarize(runs[x.id])]))
 }
 
+/** Redisson face: `c` workers on distinct lock names, tryLock(0, 10000) + unlock(), interleaved rounds. */
+async function redissonUncontended (c, target) {
+  const runs = Object.fromEntries(REDISSON_LIST.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(REDISSON_LIST, round)) {
+      const r = await measureChild(x, {
+        host: target.host, port: target.port, mode: 'uncontended', workers: c, warmupMs: CFG.warmup, durationMs: CFG.duration, key: `bench:redisson:${x.id}:${c}:${round}`
+      })
+      runs[x.id].push(r)
+      log(`redisson ${c} worker(s), round ${round + 1}, ${x.id}: ${Math.round(r.cyclesPerSec)} cycles/s`)
+    }
+  }
+  return Object.fromEntries(REDISSON_LIST.map((x) => [x.id, summarize(runs[x.id])]))
+}
+
+/** Redisson face: 16 waiters on one lock name, time from release to the next acquisition. */
+async function redissonHandoff (target) {
+  const runs = Object.fromEntries(REDISSON_LIST.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(REDISSON_LIST, round)) {
+      const r = await measureChild(x, {
+        host: target.host, port: target.port, mode: 'handoff', workers: CFG.handoffWorkers, warmupMs: CFG.warmup,
+        durationMs: CFG.handoffDuration, minHandoffs: CFG.handoffMin, capMs: CFG.handoffDuration + CFG.handoffCapExtraMs,
+        key: `bench:redisson:handoff:${x.id}:${round}`
+      })
+      runs[x.id].push(r)
+      const stalls = r.gaps.filter((g) => g > CFG.stallMs).length
+      log(`redisson handoff, round ${round + 1}, ${x.id}: ${r.handoffs} handoffs in ${r.seconds.toFixed(1)} s, ` +
+        `max ${Math.max(r.gaps[r.gaps.length - 1] || 0, r.openGapMs || 0).toFixed(1)} ms, ${stalls} stall(s) > ${CFG.stallMs} ms${r.capped ? ', CAPPED' : ''}`)
+    }
+  }
+  return Object.fromEntries(REDISSON_LIST.map((x) => [x.id, summarizeHandoffs(runs[x.id], CFG.stallMs)]))
+}
+
 /** The commands each contender sends per uncontended cycle (MONITOR), one child each. */
 async function audit (target) {
   const out = {}
@@ -189,7 +239,8 @@ async function main () {
   const meta = { started: new Date().toISOString(), load0: os.loadavg().map((x) => x.toFixed(2)).join(' '), machine: report.machine() }
   const server = await startRedis()
   cleanups.add(() => server.stop())
-  log(`redis-server pid ${server.pid} on port ${server.port}${QUICK ? ' (QUICK mode)' : ''}; contenders: ${LIST.map((c) => c.id).join(', ')}`)
+  log(`redis-server pid ${server.pid} on port ${server.port}${QUICK ? ' (QUICK mode)' : ''}; contenders: ${LIST.map((c) => c.id).join(', ')}; ` +
+    `Redisson face: ${REDISSON_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
   try {
     const sha = await cLimit.available() ? await raw.command('127.0.0.1', server.port, 'SCRIPT', 'LOAD', contenders.DEL_IF_EQUAL) : null
     if (!sha) log('redis-benchmark not found: no C-limit column')
@@ -198,6 +249,13 @@ async function main () {
     for (const c of CFG.workers) R.local.uncontended[c] = await uncontended(c, target, 'local')
     for (const d of CFG.contentionDelays) R.local.contention[d] = await contention(d, target)
     R.local.audit = await audit(target)
+    if (REDISSON_LIST.length) {
+      R.redisson = { uncontended: {}, handoff: null }
+      for (const c of CFG.redissonWorkers) R.redisson.uncontended[c] = await redissonUncontended(c, target)
+      R.redisson.handoff = await redissonHandoff(target)
+    } else {
+      R.redisson = null
+    }
     if (process.env.BENCH_NO_MEMORY !== '1') R.local.memory = await memory(target)
     R.remote = await remote(sha)
     if (!R.remote.available) log(`remote scenario: not available here (${R.remote.reason})`)
@@ -207,7 +265,8 @@ async function main () {
     meta.machineAtEnd = report.machine()
     const tgs = report.targets(R)
     const others = report.otherChecks(R, CFG.contentionDelays)
-    const text = report.render(R, tgs, others, meta, CFG)
+    const rchecks = report.redissonChecks(R.redisson)
+    const text = report.render(R, tgs, others, meta, CFG, rchecks)
     const file = path.join(__dirname, QUICK ? 'RESULTS.quick.md' : 'RESULTS.md')
     fs.writeFileSync(file, text + '\n')
     if (!QUICK) fs.writeFileSync(path.join(__dirname, 'RESULTS.json'), JSON.stringify({ meta, cfg: CFG, R }, null, 1) + '\n')
@@ -215,6 +274,12 @@ async function main () {
     console.log('')
     for (const t of [...tgs, ...(R.remote.targets || [])]) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
     if (!R.remote.available) console.log(`remote scenario: not available here (${R.remote.reason})`)
+    if (rchecks.length) {
+      console.log('Redisson face (not among issue 9\'s targets):')
+      for (const t of rchecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
+    } else {
+      console.log(`Redisson face: ${CFG.redisson ? 'not measured' : 'skipped (BENCH_NO_REDISSON=1)'}`)
+    }
     log(`wrote ${path.relative(process.cwd(), file)} in ${meta.seconds.toFixed(0)} s`)
   } finally {
     cleanups.clear()

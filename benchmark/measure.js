@@ -132,4 +132,125 @@ function summarize (runs) {
   return out
 }
 
-module.exports = { runWorkers, summarize, median, statsDelta, jsThreadCpuNs, threadNames }
+/** Latencies (ms) as a plain array for JSON, 0.1 µs resolution. */
+const forJson = (sorted) => Array.from(sorted, (x) => Math.round(x * 1e4) / 1e4)
+
+/**
+ * Handoffs under contention: `waiters` (objects with acquire(), which waits
+ * as long as it takes, and release()) all on ONE lock, each in a loop:
+ * acquire, count, release (no await in between: a ~0 ms hold). For every
+ * acquisition, the handoff = from the start of the previous holder's
+ * release() call to this acquire() resolving (both timestamps taken with
+ * process.hrtime.bigint() in this process); also the time each acquire()
+ * waited. Runs `warmupMs` unrecorded, then records until `durationMs` have
+ * passed and at least `minHandoffs` were seen, or `capMs` at the latest.
+ * The workers still waiting at the end are abandoned (the caller exits),
+ * not drained: workers leaving one by one is not contention. A gap still
+ * open at the end (released, nobody has it yet) is reported as openGapMs.
+ */
+async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs }) {
+  const gaps = new Samples()
+  const waits = new Samples()
+  let recording = false
+  let finished = false
+  let timeUp = false
+  let capped = false
+  let lastRelease = null
+  let lastHolder = -1
+  let same = 0
+  let counter = 0
+  let closed = false // finished by an acquisition: no handoff in progress
+  let resolveDone
+  const done = new Promise((resolve) => { resolveDone = resolve })
+  const finish = () => { if (!finished) { finished = true; resolveDone() } }
+  async function loop (i) {
+    const w = waiters[i]
+    while (!finished) {
+      const s = hr()
+      const ok = await w.acquire()
+      const t = hr()
+      if (finished) return
+      if (ok !== true) throw new Error(`waiter ${i}: acquire() resolved ${ok} while waiting forever`)
+      counter++ // the critical section
+      if (recording) {
+        waits.push(Number(t - s) / 1e6)
+        if (lastRelease !== null) {
+          gaps.push(Number(t - lastRelease) / 1e6)
+          if (lastHolder === i) same++
+        }
+        if (timeUp && gaps.n >= minHandoffs) { closed = true; finish(); return }
+      }
+      lastHolder = i
+      lastRelease = hr()
+      await w.release()
+    }
+  }
+  const all = Promise.all(waiters.map((_, i) => loop(i)))
+  all.catch(() => {})
+  await Promise.race([new Promise((resolve) => setTimeout(resolve, warmupMs)), all])
+  recording = true
+  const cpu0 = process.cpuUsage()
+  const js0 = jsThreadCpuNs()
+  const t0 = hr()
+  const timers = [
+    setTimeout(() => { timeUp = true; if (gaps.n >= minHandoffs) finish() }, durationMs),
+    setTimeout(() => { capped = true; finish() }, capMs)
+  ]
+  try {
+    await Promise.race([done, all])
+  } finally {
+    finished = true
+    for (const t of timers) clearTimeout(t)
+  }
+  const tEnd = hr()
+  const js1 = jsThreadCpuNs()
+  const cpu = process.cpuUsage(cpu0)
+  const n = gaps.n
+  const seconds = Number(tEnd - t0) / 1e9
+  return {
+    handoffs: n,
+    seconds,
+    handoffsPerSec: n / seconds,
+    sameWorker: same,
+    capped,
+    openGapMs: !closed && lastRelease !== null ? Number(tEnd - lastRelease) / 1e6 : NaN,
+    procCpuUs: (cpu.user + cpu.system) / n,
+    jsCpuUs: (js1 - js0) / 1e3 / n,
+    acquisitions: counter,
+    gaps: forJson(gaps.sorted()),
+    waits: forJson(waits.sorted())
+  }
+}
+
+/** Combines handoff runs: percentiles over all rounds' handoffs pooled, medians of the rest. */
+function summarizeHandoffs (runs, stallMs) {
+  const gaps = runs.flatMap((r) => r.gaps).sort((a, b) => a - b)
+  const waits = runs.flatMap((r) => r.waits).sort((a, b) => a - b)
+  const open = runs.map((r) => r.openGapMs).filter((x) => Number.isFinite(x))
+  const openMax = open.length ? Math.max(...open) : NaN
+  const rate = runs.map((r) => r.handoffsPerSec)
+  return {
+    runs: runs.length,
+    handoffs: gaps.length,
+    seconds: runs.reduce((a, r) => a + r.seconds, 0),
+    handoffsPerSec: median(rate),
+    min: Math.min(...rate),
+    max: Math.max(...rate),
+    p50: percentile(gaps, 0.5),
+    p99: percentile(gaps, 0.99),
+    maxGap: gaps.length ? gaps[gaps.length - 1] : NaN,
+    stalls: gaps.filter((g) => g > stallMs).length,
+    // a gap still open when a round ended, counted as a stall if long enough
+    openStalls: open.filter((g) => g > stallMs).length,
+    openGapMaxMs: openMax,
+    sameWorker: runs.reduce((a, r) => a + r.sameWorker, 0) / Math.max(1, gaps.length),
+    waitP50: percentile(waits, 0.5),
+    waitP99: percentile(waits, 0.99),
+    waitMax: waits.length ? waits[waits.length - 1] : NaN,
+    capped: runs.filter((r) => r.capped).length,
+    procCpuUs: median(runs.map((r) => r.procCpuUs)),
+    jsCpuUs: median(runs.map((r) => r.jsCpuUs).filter((x) => Number.isFinite(x)))
+  }
+}
+
+module.exports = { runWorkers, runHandoffs, summarize, summarizeHandoffs, median, percentile, statsDelta, jsThreadCpuNs, threadNames }

@@ -2,7 +2,9 @@
 
 /**
  * Turns the results of a run (index.js) into the targets of issue 9
- * (PASS / MISS, from ratios within the same run) and the markdown report.
+ * (PASS / MISS, from ratios within the same run) and the markdown report,
+ * with the Redisson face's own PASS / MISS rows (redislock-rs/redisson vs
+ * node-redisson; not among issue 9's targets).
  */
 
 const fs = require('fs')
@@ -15,6 +17,8 @@ const RS = 'redislock-rs'
 const RS_TOKIO = 'redislock-rs-tokio'
 const FLOOR = 'js-floor'
 const C_LIMIT = 'c-limit'
+const REDISSON_RS = 'redisson-rs'
+const NODE_REDISSON = 'node-redisson'
 /** The JavaScript contenders "best JS" is taken over. */
 const JS_IDS = contenders.ALL.filter((c) => c.js).map((c) => c.id)
 /** cycles/s target: redislock-rs (JS-thread engine) ≥ factor × the best JS contender. */
@@ -31,7 +35,7 @@ function labelOf (id) {
   if (id === C_LIMIT) return 'C limit: redis-benchmark -c 1 -P <workers>'
   return contenders.byId[id] ? contenders.byId[id].label : id
 }
-const nameOf = (id) => id === RS ? `**${labelOf(id)}**` : labelOf(id)
+const nameOf = (id) => id === RS || id === REDISSON_RS ? `**${labelOf(id)}**` : labelOf(id)
 
 /** [id, summary] of the JavaScript contender with the most cycles/s in `sc`, or []. */
 function bestJs (sc) {
@@ -122,6 +126,33 @@ function otherChecks (R, contentionDelays) {
   return out
 }
 
+/**
+ * The Redisson face: redislock-rs/redisson beats node-redisson, per row
+ * (more cycles/s; lower handoff p50 and p99). Not among issue 9's targets.
+ */
+function redissonChecks (Rr) {
+  if (!Rr) return []
+  const out = []
+  const name = (what) => `redislock-rs/redisson beats node-redisson: ${what}`
+  for (const [c, sc] of Object.entries(Rr.uncontended || {})) {
+    const a = sc[REDISSON_RS]
+    const b = sc[NODE_REDISSON]
+    const what = `uncontended, ${workersLabel(c)}, cycles/s`
+    if (!a || !b) { out.push(check(name(what), null, 'not measured')); continue }
+    out.push(check(name(what), a.cyclesPerSec > b.cyclesPerSec,
+      `${times(ratio(a.cyclesPerSec, b.cyclesPerSec))} (${fmtInt(a.cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s)`))
+  }
+  const h = Rr.handoff || {}
+  for (const [field, label] of [['p50', 'handoff p50'], ['p99', 'handoff p99']]) {
+    const a = h[REDISSON_RS]
+    const b = h[NODE_REDISSON]
+    if (!a || !b) { out.push(check(name(label), null, 'not measured')); continue }
+    out.push(check(name(label), a[field] < b[field],
+      `${fmt(a[field], 3)} vs ${fmt(b[field], 3)} ms = ${times(ratio(a[field], b[field]))} (${fmtInt(a.handoffs)} vs ${fmtInt(b.handoffs)} handoffs)`))
+  }
+  return out
+}
+
 // ---------------------------------------------------------------- tables
 
 function summaryTable (R) {
@@ -202,6 +233,59 @@ function memoryTable (mem) {
   return lines.join('\n')
 }
 
+function redissonUncontendedTable (sc) {
+  const base = sc[NODE_REDISSON]
+  const lines = [
+    '| contender | cycles/s median (min–max) | × node-redisson | p50 ms | p99 ms | process CPU µs/cycle | JS-thread CPU µs/cycle | Redis cmds/cycle (cmdstat, incl. inside Lua) |',
+    '|---|---:|---:|---:|---:|---:|---:|---|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${base ? times(ratio(s.cyclesPerSec, base.cyclesPerSec)) : 'n/a'} | ` +
+      `${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
+  }
+  return lines.join('\n')
+}
+
+function handoffTable (sc, stallMs) {
+  const lines = [
+    `| contender | handoffs (rounds, s recorded) | handoffs/s median (min–max) | handoff p50 ms | p99 ms | max ms | stalls > ${stallMs} ms | to the same worker | wait in tryLock p50 / p99 / max ms | process CPU µs/handoff |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    const open = Number.isFinite(s.openGapMaxMs) && s.openGapMaxMs > s.maxGap ? ` (a gap still open at the end of a round: ≥ ${fmt(s.openGapMaxMs, 1)})` : ''
+    const stalls = s.openStalls ? `${s.stalls} + ${s.openStalls} open at the end` : String(s.stalls)
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.handoffs)} (${s.runs}, ${fmt(s.seconds, 1)} s)${s.capped ? `, ${s.capped} round(s) capped` : ''} | ` +
+      `${fmtInt(s.handoffsPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${fmt(s.maxGap, 1)}${open} | ${stalls} | ` +
+      `${fmt(100 * s.sameWorker, 1)} % | ${fmt(s.waitP50, 2)} / ${fmt(s.waitP99, 1)} / ${fmt(s.waitMax, 1)} | ${fmt(s.procCpuUs, 1)} |`)
+  }
+  return lines.join('\n')
+}
+
+function redissonSection (Rr, checks, cfg) {
+  const line = (t) => `- **${t.status}** ${t.name}: ${t.detail}`
+  const parts = [
+    '## Redisson face: redislock-rs/redisson vs node-redisson (not among issue 9\'s targets)',
+    '',
+    `Method: \`require('redislock-rs/redisson')\` (REDISLOCK_RS_ENGINE=js) against node-redisson@${pkgVersion('node-redisson')}, each in a child process of its own ` +
+      'with one `new Redisson({ redis: { options: { host, port } } })` shared by all its workers, on the same redis-server as above, interleaved and rotated per round ' +
+      `(${cfg.rounds} round(s)), medians. Uncontended: every worker its own lock name, \`tryLock(0, 10000)\` then \`unlock()\` in a loop, ${cfg.duration} ms after a ${cfg.warmup} ms warm-up. ` +
+      `Handoff: ${cfg.handoffWorkers} workers, one lock object (own random clientId) each, on ONE lock name, each looping \`tryLock(false, 10000)\` (wait forever), a counter increment, \`unlock()\`; ` +
+      'a handoff is the time from the start of the previous holder\'s `unlock()` call to the next `tryLock` resolving (process.hrtime.bigint(), same process), whoever gets the lock (the same worker again counts too: "to the same worker"). ' +
+      `Recorded for ${cfg.handoffDuration} ms per round after a ${cfg.warmup} ms warm-up (at least ${cfg.handoffMin} handoffs, ${cfg.handoffCapExtraMs / 1000} s more at most); ` +
+      'percentiles over all rounds\' handoffs pooled. Workers still waiting when a round ends are abandoned (not drained); a release still waiting for its next holder then is reported as an open gap. ' +
+      '"Wait in tryLock" = from a worker\'s tryLock call to its resolving (how long a worker waits its turn).',
+    ''
+  ]
+  for (const [c, sc] of Object.entries(Rr.uncontended)) {
+    parts.push(`### Redisson face, uncontended: ${workersLabel(c)}, each on its own lock name`, '', redissonUncontendedTable(sc), '')
+  }
+  if (Rr.handoff) {
+    parts.push(`### Redisson face, handoff: ${cfg.handoffWorkers} workers on one lock name, ~0 ms hold`, '', handoffTable(Rr.handoff, cfg.stallMs), '')
+  }
+  parts.push(...checks.map(line), '')
+  return parts
+}
+
 // ---------------------------------------------------------------- report
 
 function machine () {
@@ -223,12 +307,14 @@ function machine () {
         return `${f}, ${mib(st.size)} MiB, built ${st.mtime.toISOString()}`
       } catch (_) { return 'missing' }
     })(),
-    packages: ['redislock', 'redis3', 'redlock', 'redis-semaphore', 'ioredis', 'bluebird'].map((p) => `${p}@${pkgV(p)}`).join(', ')
+    packages: ['redislock', 'redis3', 'redlock', 'redis-semaphore', 'ioredis', 'bluebird', 'node-redisson'].map((p) => `${p}@${pkgV(p)}`).join(', ')
   }
 }
 
-/** The markdown report. `cfg` is the run's configuration (index.js). */
-function render (R, tgs, others, meta, cfg) {
+const pkgVersion = (p) => { try { return require(`${p}/package.json`).version } catch (_) { return 'missing' } }
+
+/** The markdown report. `cfg` is the run's configuration (index.js); `rchecks` from redissonChecks. */
+function render (R, tgs, others, meta, cfg, rchecks = []) {
   const m = meta.machine
   const changed = ['git', 'dirty', 'addon'].filter((k) => meta.machineAtEnd && meta.machineAtEnd[k] !== m[k])
   const line = (t) => `- **${t.status}** ${t.name}: ${t.detail}`
@@ -282,8 +368,13 @@ function render (R, tgs, others, meta, cfg) {
   if (R.local.memory.length) {
     parts.push(`## Memory: ${fmtInt(cfg.memoryCycles)} acquire+release cycles per contender, each in a fresh \`node --expose-gc\` process, GC forced before each reading`, '', memoryTable(R.local.memory), '')
   }
+  if (R.redisson) {
+    parts.push(...redissonSection(R.redisson, rchecks, cfg))
+  } else {
+    parts.push('## Redisson face', '', cfg.redisson ? 'Not measured.' : 'Skipped (BENCH_NO_REDISSON=1).', '')
+  }
   parts.push('## Other checks (from earlier issues)', '', ...others.map(line), '')
   return parts.join('\n')
 }
 
-module.exports = { targets, ratioTargets, otherChecks, render, machine, RS, C_LIMIT }
+module.exports = { targets, ratioTargets, otherChecks, redissonChecks, render, machine, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON }
