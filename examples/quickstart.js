@@ -42,6 +42,21 @@ withRedis(async (url) => {
   await second.acquire('app:invoice:42')
   console.log('second acquired it; locks held here:', redislock.getAcquiredLocks().length)
   await second.release()
+
+  // The Redisson face: node-redisson's API, reentrant locks, a watchdog.
+  const { Redisson } = require('../redisson')
+  const redisson = new Redisson({ redis: { client: url } })
+  const job = redisson.getLock('app:job:7', 'worker-1')
+  await job.lock() // no lease: the watchdog renews it until unlock
+  await job.lock() // the same clientId re-enters
+  const other = redisson.getLock('app:job:7', 'worker-2')
+  console.log('worker-2 tryLock(0):', await other.tryLock(0, 5000))
+  const waiting = other.tryLock(5000, 5000) // woken by the release, not by polling
+  await job.unlock()
+  await job.unlock()
+  console.log('worker-2 got it after the release:', await waiting)
+  await other.unlock()
+  await redisson.quit()
   console.log('done')
 }).catch((err) => {
   console.error(err)
