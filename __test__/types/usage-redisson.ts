@@ -1,0 +1,35 @@
+// The Redisson face's typings, as a node-redisson user writes them.
+// Compiled with `tsc --noEmit --strict` by __test__/types.test.js.
+
+import { Redisson, TimeUnit, RedissonLockError, type IRLock, type IRedissonConfig, type RLockWaitTime, type RLockLeaseTime } from 'redislock-rs/redisson'
+
+const config: IRedissonConfig = { redis: { options: { host: '127.0.0.1', port: 6379 } }, lockWatchdogTimeout: 30000n }
+const redisson = new Redisson(config)
+const fromClient = new Redisson({ redis: { client: 'redis://127.0.0.1:6379' }, eventAdapter: 'streams', lockWatchdogTimeout: 1000 })
+
+async function use (): Promise<void> {
+  const lock: IRLock = redisson.getLock('name', 'client')
+  const wait: RLockWaitTime = false
+  const lease: RLockLeaseTime = true
+  const got: boolean = await lock.tryLock(wait, lease, TimeUnit.SECONDS)
+  await lock.tryLock(0, 5000n)
+  await lock.lock()
+  await lock.lock(10, TimeUnit.MINUTES)
+  await lock.unlock()
+  const forced: boolean = await lock.forceUnlock()
+  const locked: boolean = await lock.isLocked()
+  const ms: bigint = TimeUnit.now() + TimeUnit.HOURS.toMillis(1)
+  const id: string = lock.clientId
+  void [got, forced, locked, ms, id]
+  try {
+    await fromClient.getLock('x').unlock()
+  } catch (err) {
+    if (err instanceof RedissonLockError) console.log(err.lockName, err.nodeId, err.clientId)
+  }
+  // @ts-expect-error waitTime true is not a wait time
+  await lock.tryLock(true, 5000)
+  // @ts-expect-error config needs redis
+  void new Redisson({})
+  await redisson.quit()
+}
+void use
