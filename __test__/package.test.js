@@ -90,8 +90,10 @@ describe('npm/ platform packages', () => {
     assert.equal(pkg.scripts.version, 'napi version && git add npm')
     assert.equal(pkg.scripts.prepublishOnly, 'napi prepublish -t npm')
     assert.match(pkg.scripts.build, /^napi build --platform --release --js binding\.js --dts binding\.d\.ts/)
-    assert.deepEqual(pkg.files.sort(), ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'lib/'])
+    assert.deepEqual(pkg.files.sort(), ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'lib/',
+      'redisson.d.ts', 'redisson.js', 'redisson.mjs'])
     assert.deepEqual(pkg.exports['.'], { types: './index.d.ts', require: './index.js', import: './index.mjs' })
+    assert.deepEqual(pkg.exports['./redisson'], { types: './redisson.d.ts', require: './redisson.js', import: './redisson.mjs' })
     // Runtime dependencies: bluebird (promises) and its typings (index.d.ts imports them).
     assert.deepEqual(Object.keys(pkg.dependencies).sort(), ['@types/bluebird', 'bluebird'])
   })
@@ -223,7 +225,8 @@ describe('packed and installed into a fresh project', () => {
   test('the main tarball holds only what users need; the platform tarball only its binary', () => {
     const mainFiles = packed.main.files.map((f) => f.path).sort()
     const expected = ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'package.json',
-      ...fs.readdirSync(path.join(root, 'lib')).filter((f) => f.endsWith('.js')).map((f) => `lib/${f}`),
+      'redisson.d.ts', 'redisson.js', 'redisson.mjs',
+      ...fs.readdirSync(path.join(root, 'lib'), { recursive: true }).filter((f) => f.endsWith('.js')).map((f) => `lib/${f}`),
       ...['README.md', 'LICENSE'].filter((f) => fs.existsSync(path.join(root, f)))].sort()
     assert.deepEqual(mainFiles, expected)
     assert.ok(!mainFiles.some((f) => /^(target|__test__|src|npm|benchmark)\/|\.node$/.test(f)), mainFiles.join(', '))
@@ -256,6 +259,10 @@ describe('packed and installed into a fresh project', () => {
     await b.acquire(key)
     await b.release()
     out.released = !a._locked && !b._locked && getAcquiredLocks().length === 0
+    const { Redisson } = ${kind === 'cjs' ? "require('redislock-rs/redisson')" : "await import('redislock-rs/redisson')"}
+    const redisson = new Redisson({ redis: { client: url } })
+    out.reentrant = await redisson.getLock(key + ':r', 'c').tryLock(0, 5000) && await redisson.getLock(key + ':r', 'c').tryLock(0, 5000)
+    await redisson.getLock(key + ':r', 'c').forceUnlock()
     out.binary = require.resolve('redislock-rs-${platform}')
     out.main = require.resolve('redislock-rs')
     ${kind === 'mjs' ? "out.esm = import.meta.resolve('redislock-rs')" : ''}
@@ -273,6 +280,7 @@ describe('packed and installed into a fresh project', () => {
       assert.equal(out.held, true)
       assert.match(out.blocked, /^Could not acquire lock on "fresh:/)
       assert.equal(out.released, true)
+      assert.equal(out.reentrant, true)
       const modules = fs.realpathSync(path.join(project, 'node_modules'))
       assert.equal(out.binary, path.join(modules, `redislock-rs-${platform}`, binary))
       assert.ok(out.main.startsWith(modules + path.sep), out.main)
