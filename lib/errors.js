@@ -25,24 +25,32 @@ class LockExtendError extends LockError {}
 const CODE_PREFIX = /^\[([A-Z_]+)\] /
 
 /**
+ * The message of a failure from the native layer (or anything else thrown),
+ * with the native `[CODE] ` prefix moved to `err.code`. Returns
+ * `{ message, code }` (`code` undefined when there was none).
+ */
+function nativeMessage (err) {
+  let message = err && typeof err.message === 'string' ? err.message : String(err)
+  const match = CODE_PREFIX.exec(message)
+  if (!match) return { message, code: undefined }
+  message = message.slice(match[0].length)
+  try {
+    err.message = message
+    err.code = match[1]
+  } catch (_) {}
+  return { message, code: match[1] }
+}
+
+/**
  * Wraps a failure from the native layer (or anything else thrown) in the
  * lock error class `ErrorClass`, keeping the original as `cause`.
  */
 function wrapError (err, ErrorClass) {
   if (err instanceof ErrorClass) return err
-  let message = err && typeof err.message === 'string' ? err.message : String(err)
-  const match = CODE_PREFIX.exec(message)
-  if (match) {
-    message = message.slice(match[0].length)
-    try {
-      err.message = message
-      err.code = match[1]
-    } catch (_) {}
-  }
-  return new ErrorClass(message, { cause: err })
+  return new ErrorClass(nativeMessage(err).message, { cause: err })
 }
 
-module.exports = { LockError, LockAcquisitionError, LockReleaseError, LockExtendError, wrapError }
+module.exports = { LockError, LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, nativeMessage }
 
 /**
  * node-redisson's RedissonLockError (which it throws but does not export):

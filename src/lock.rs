@@ -10,12 +10,10 @@
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
-use redis::{Cmd, ErrorKind, Script, ServerErrorKind, Value};
+use redis::{Cmd, Value};
 
 use crate::error::{Error, Result};
-use crate::scripts::{
-    DEL_IF_EQUAL, DEL_IF_EQUAL_SCRIPT, PEXPIRE_IF_EQUAL, PEXPIRE_IF_EQUAL_SCRIPT,
-};
+use crate::scripts::{Lua, DEL_IF_EQUAL, DEL_IF_EQUAL_SCRIPT, PEXPIRE_IF_EQUAL_SCRIPT};
 use crate::timer::Timer;
 
 /// Longest TTL or extension accepted, in ms (JavaScript's safe integers).
@@ -218,7 +216,6 @@ pub async fn release<C: ConnectionLike>(conn: &mut C, key: &str, token: &str) ->
     check_key(key)?;
     let call = CompareAndAct {
         script: &DEL_IF_EQUAL_SCRIPT,
-        body: DEL_IF_EQUAL,
         key,
         token,
         ms: None,
@@ -241,7 +238,6 @@ pub async fn extend<C: ConnectionLike>(
     }
     let call = CompareAndAct {
         script: &PEXPIRE_IF_EQUAL_SCRIPT,
-        body: PEXPIRE_IF_EQUAL,
         key,
         token,
         ms: Some(ms),
@@ -251,42 +247,28 @@ pub async fn extend<C: ConnectionLike>(
 }
 
 /// One of the compare-and-act scripts on one key: `EVALSHA hash 1 key
-/// token [ms]`, and on NOSCRIPT the same with `EVAL body`, as redislock's
-/// redis-evalsha does.
+/// token [ms]` (see [`Lua::eval`]).
 struct CompareAndAct<'a> {
-    script: &'a Script,
-    body: &'a str,
+    script: &'a Lua,
     key: &'a str,
     token: &'a str,
     ms: Option<u64>,
 }
 
 impl CompareAndAct<'_> {
-    fn cmd(&self, verb: &str, script: &str) -> Cmd {
-        let size = verb.len() + script.len() + self.key.len() + self.token.len() + 32;
-        let mut cmd = Cmd::with_capacity(5 + usize::from(self.ms.is_some()), size);
-        cmd.arg(verb)
-            .arg(script)
-            .arg(1)
-            .arg(self.key)
-            .arg(self.token);
-        if let Some(ms) = self.ms {
-            cmd.arg(ms);
-        }
-        cmd
-    }
-
     async fn run<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<i64> {
-        match self
-            .cmd("EVALSHA", self.script.get_hash())
-            .query_async(conn)
+        let size = (
+            3 + usize::from(self.ms.is_some()),
+            self.key.len() + self.token.len() + 32,
+        );
+        self.script
+            .eval(conn, size, |cmd| {
+                cmd.arg(1).arg(self.key).arg(self.token);
+                if let Some(ms) = self.ms {
+                    cmd.arg(ms);
+                }
+            })
             .await
-        {
-            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                self.cmd("EVAL", self.body).query_async(conn).await
-            }
-            other => other,
-        }
     }
 }
 

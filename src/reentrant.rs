@@ -17,10 +17,11 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::{select, Either};
 use redis::aio::ConnectionLike;
-use redis::{Cmd, ErrorKind, Script, ServerErrorKind, Value};
+use redis::Value;
 
 use crate::error::{Error, Result};
 use crate::lock::MAX_MS;
+use crate::scripts::Lua;
 use crate::timer::Timer;
 use crate::wakeups::Wakeups;
 
@@ -40,6 +41,14 @@ pub enum Adapter {
 }
 
 impl Adapter {
+    /// 0 or 1: where per-adapter things sit in arrays.
+    pub fn index(self) -> usize {
+        match self {
+            Adapter::PubSub => 0,
+            Adapter::Streams => 1,
+        }
+    }
+
     pub fn parse(name: &str) -> Result<Adapter> {
         match name {
             "pubsub" => Ok(Adapter::PubSub),
@@ -100,19 +109,6 @@ const PUBLISH: &str = "redis.call('publish', KEYS[2], ARGV[1]);";
 const XADD: &str =
     "redis.call('xadd', 'redisson:events', 'MAXLEN', '~', 100, '*', KEYS[2], ARGV[1]);";
 
-/// A script with its body kept for the NOSCRIPT fallback.
-struct Lua {
-    body: String,
-    script: Script,
-}
-
-impl Lua {
-    fn new(body: String) -> Lua {
-        let script = Script::new(&body);
-        Lua { body, script }
-    }
-}
-
 struct Scripts {
     try_lock: Lua,
     renew: Lua,
@@ -130,48 +126,34 @@ fn scripts() -> &'static Scripts {
             ]
         };
         Scripts {
-            try_lock: Lua::new(TRY_LOCK.to_string()),
-            renew: Lua::new(RENEW.to_string()),
+            try_lock: Lua::new(TRY_LOCK),
+            renew: Lua::new(RENEW),
             unlock: with(UNLOCK_HEAD, UNLOCK_TAIL),
             force: with(FORCE_HEAD, FORCE_TAIL),
         }
     })
 }
 
-fn index(adapter: Adapter) -> usize {
-    match adapter {
-        Adapter::PubSub => 0,
-        Adapter::Streams => 1,
-    }
-}
-
-/// `EVALSHA`, and on NOSCRIPT `EVAL` with the body.
+/// Runs `lua` on `keys` and `args` (see [`Lua::eval`]).
 async fn eval<C: ConnectionLike>(
     conn: &mut C,
     lua: &Lua,
     keys: &[&str],
     args: &[&[u8]],
 ) -> redis::RedisResult<Value> {
-    let build = |verb: &str, script: &str| {
-        let mut cmd = Cmd::with_capacity(3 + keys.len() + args.len(), 256);
-        cmd.arg(verb).arg(script).arg(keys.len());
+    let bytes = keys.iter().map(|k| k.len()).sum::<usize>()
+        + args.iter().map(|a| a.len()).sum::<usize>()
+        + 16;
+    lua.eval(conn, (1 + keys.len() + args.len(), bytes), |cmd| {
+        cmd.arg(keys.len());
         for k in keys {
             cmd.arg(*k);
         }
         for a in args {
             cmd.arg(*a);
         }
-        cmd
-    };
-    match build("EVALSHA", lua.script.get_hash())
-        .query_async(conn)
-        .await
-    {
-        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-            build("EVAL", &lua.body).query_async(conn).await
-        }
-        other => other,
-    }
+    })
+    .await
 }
 
 /// Runs `lua`, once more on a fresh connection if the first try broke.
@@ -224,15 +206,21 @@ pub async fn try_lock_once<C: ConnectionLike>(
 ) -> Result<Option<i64>> {
     check_name(name)?;
     check_ms(lease_ms, "lease time")?;
-    let lease = lease_ms.to_string();
-    let v = eval(
-        conn,
-        &scripts().try_lock,
-        &[name],
-        &[lease.as_bytes(), field.as_bytes()],
-    )
-    .await;
-    let v = match v.map_err(Error::from) {
+    attempt(conn, name, field, &lease_ms.to_string()).await
+}
+
+/// [`try_lock_once`] on checked arguments, `lease` already as text.
+async fn attempt<C: ConnectionLike>(
+    conn: &mut C,
+    name: &str,
+    field: &str,
+    lease: &str,
+) -> Result<Option<i64>> {
+    let args: [&[u8]; 2] = [lease.as_bytes(), field.as_bytes()];
+    let v = match eval(conn, &scripts().try_lock, &[name], &args)
+        .await
+        .map_err(Error::from)
+    {
         // A first try that broke may have landed: HINCRBY twice would count
         // two holds. Ask whether the field is there before trying again.
         Err(Error::Connection(_)) => {
@@ -244,13 +232,7 @@ pub async fn try_lock_once<C: ConnectionLike>(
             if held {
                 return Ok(None);
             }
-            eval(
-                conn,
-                &scripts().try_lock,
-                &[name],
-                &[lease.as_bytes(), field.as_bytes()],
-            )
-            .await?
+            eval(conn, &scripts().try_lock, &[name], &args).await?
         }
         other => other?,
     };
@@ -272,10 +254,11 @@ pub enum Wait {
 }
 
 /// node-redisson's `tryLock`: attempts until the lock is taken or the wait
-/// is over. `true` when held. Subscribed to the lock's channel before the
-/// first attempt, so a release between a failed attempt and the sleep is
-/// never missed; each sleep ends on a release, at the holder's PTTL, or at
-/// the deadline.
+/// is over. `true` when held. A first attempt that fails subscribes to the
+/// lock's channel, and every later attempt runs subscribed, so a release
+/// between a failed attempt and the sleep is never missed; each sleep ends on
+/// a release, at the holder's PTTL, or at the deadline. An uncontended call
+/// never subscribes.
 #[allow(clippy::too_many_arguments)]
 pub async fn try_lock<C: ConnectionLike>(
     conn: &mut C,
@@ -289,30 +272,35 @@ pub async fn try_lock<C: ConnectionLike>(
 ) -> Result<bool> {
     check_name(name)?;
     check_ms(lease_ms, "lease time")?;
-    let started = Instant::now();
+    let lease = lease_ms.to_string();
     let deadline = match wait {
-        Wait::For(d) => Some(started + d),
+        Wait::For(d) => Some(Instant::now() + d),
         _ => None,
     };
+    let mut ttl = match attempt(conn, name, field, &lease).await? {
+        None => return Ok(true),
+        Some(ttl) => ttl,
+    };
     let mut sub = match (wait, wakeups) {
-        (Wait::Once, _) | (_, None) => None,
+        (Wait::Once, _) => return Ok(false),
+        (_, None) => None,
         (_, Some(w)) => Some(w.subscribe(channel).await?),
     };
     loop {
         if let Some(s) = sub.as_mut() {
             s.mark();
+            // Subscribed now: this attempt's failure is covered.
+            ttl = match attempt(conn, name, field, &lease).await? {
+                None => return Ok(true),
+                Some(ttl) => ttl,
+            };
         }
-        let ttl = match try_lock_once(conn, name, field, lease_ms).await? {
-            None => return Ok(true),
-            Some(ttl) => ttl,
-        };
-        let left = match (wait, deadline) {
-            (Wait::Once, _) => return Ok(false),
-            (_, Some(d)) => match d.checked_duration_since(Instant::now()) {
+        let left = match deadline {
+            Some(d) => match d.checked_duration_since(Instant::now()) {
                 Some(left) if !left.is_zero() => Some(left),
                 _ => return Ok(false),
             },
-            _ => None,
+            None => None,
         };
         // The holder's lease bounds the sleep: past it the key has expired
         // (a crashed holder is never announced). A key without a TTL (-1)
@@ -338,6 +326,10 @@ pub async fn try_lock<C: ConnectionLike>(
                 if !nap.is_zero() {
                     timer.sleep(nap).await;
                 }
+                ttl = match attempt(conn, name, field, &lease).await? {
+                    None => return Ok(true),
+                    Some(ttl) => ttl,
+                };
             }
         }
     }
@@ -382,7 +374,7 @@ pub async fn unlock<C: ConnectionLike>(
     adapter: Adapter,
 ) -> Result<Unlocked> {
     check_name(keys.name)?;
-    let lua = &scripts().unlock[index(adapter)];
+    let lua = &scripts().unlock[adapter.index()];
     let lease = lease_ms.to_string();
     let latch = latch_ms.to_string();
     let k = [keys.name, keys.channel, keys.latch];
@@ -425,7 +417,7 @@ pub async fn force_unlock<C: ConnectionLike>(
     check_name(name)?;
     let v = eval_retrying(
         conn,
-        &scripts().force[index(adapter)],
+        &scripts().force[adapter.index()],
         &[name, channel],
         &[UNLOCK_MESSAGE.as_bytes()],
     )
@@ -479,7 +471,7 @@ mod tests {
         assert!(s.force[1].body.starts_with(
             "\nif (redis.call('del', KEYS[1]) == 1) then \n  redis.call('xadd', 'redisson:events'"
         ));
-        assert_ne!(s.unlock[0].script.get_hash(), s.unlock[1].script.get_hash());
+        assert_ne!(s.unlock[0].hash(), s.unlock[1].hash());
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! The Lua scripts, byte-for-byte those of redislock 1.3.0. Run by EVALSHA;
-//! when Redis answers NOSCRIPT, by EVAL with the body (see lock.rs), as
-//! redislock does.
+//! The Lua scripts, and the one way they are run: by `EVALSHA`, and when
+//! Redis answers NOSCRIPT, by `EVAL` with the body, as redislock's
+//! redis-evalsha does. redislock 1.3.0's scripts are here byte for byte;
+//! the Redisson face's are in reentrant.rs.
 
 use std::sync::LazyLock;
 
-use redis::Script;
+use redis::aio::ConnectionLike;
+use redis::{Cmd, ErrorKind, FromRedisValue, Script, ServerErrorKind};
 
 /// Deletes KEYS[1] only if it still holds our token ARGV[1]. Returns 1 or 0.
 pub const DEL_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  return redis.call('DEL', KEYS[1])\nend\nreturn 0";
@@ -12,6 +14,51 @@ pub const DEL_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n 
 /// Sets KEYS[1]'s TTL to ARGV[2] ms only if it still holds token ARGV[1].
 pub const PEXPIRE_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\nend\nreturn 0";
 
-pub static DEL_IF_EQUAL_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(DEL_IF_EQUAL));
-pub static PEXPIRE_IF_EQUAL_SCRIPT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(PEXPIRE_IF_EQUAL));
+/// A script's body with its hash.
+pub struct Lua {
+    pub body: String,
+    script: Script,
+}
+
+impl Lua {
+    pub fn new(body: impl Into<String>) -> Lua {
+        let body = body.into();
+        let script = Script::new(&body);
+        Lua { body, script }
+    }
+
+    pub fn hash(&self) -> &str {
+        self.script.get_hash()
+    }
+
+    /// Runs the script: `EVALSHA hash <rest>`, and on NOSCRIPT `EVAL body
+    /// <rest>`. `rest` appends numkeys, the keys and the arguments; `size`
+    /// is the command's (argument count, bytes) besides the verb and
+    /// script, so it is allocated once.
+    pub async fn eval<C, T>(
+        &self,
+        conn: &mut C,
+        size: (usize, usize),
+        rest: impl Fn(&mut Cmd),
+    ) -> redis::RedisResult<T>
+    where
+        C: ConnectionLike,
+        T: FromRedisValue,
+    {
+        let build = |verb: &str, script: &str| {
+            let mut cmd = Cmd::with_capacity(2 + size.0, verb.len() + script.len() + size.1);
+            cmd.arg(verb).arg(script);
+            rest(&mut cmd);
+            cmd
+        };
+        match build("EVALSHA", self.hash()).query_async(conn).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                build("EVAL", &self.body).query_async(conn).await
+            }
+            other => other,
+        }
+    }
+}
+
+pub static DEL_IF_EQUAL_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(DEL_IF_EQUAL));
+pub static PEXPIRE_IF_EQUAL_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(PEXPIRE_IF_EQUAL));

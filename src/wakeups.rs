@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -47,10 +47,8 @@ impl Channel {
     }
 }
 
-#[derive(Default)]
-struct Channels {
-    by_name: HashMap<String, (Arc<Channel>, usize)>,
-}
+/// Channels with waiters in this process: each with its waiter count.
+type Channels = HashMap<String, (Arc<Channel>, usize)>;
 
 /// The live subscriber connection.
 enum Link {
@@ -64,14 +62,13 @@ pub struct Wakeups {
     adapter: Adapter,
     rt: Handle,
     channels: Mutex<Channels>,
-    /// Incremented each time a link is made (so starts at 1 with the first).
+    /// Names the current link state: incremented when a link is made and
+    /// when one is dropped, so a confirmation names exactly one live link
+    /// (0: none made yet).
     epoch: AtomicU64,
     /// Serialises connecting, SUBSCRIBE and UNSUBSCRIBE on the link.
     link: tokio::sync::Mutex<Option<Link>>,
 }
-
-type Registry = Mutex<HashMap<(Endpoint, Adapter), Arc<Wakeups>>>;
-static REGISTRY: LazyLock<Registry> = LazyLock::new(Mutex::default);
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // Poisoning only means a panic elsewhere; the maps stay consistent.
@@ -79,22 +76,18 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Wakeups {
-    /// The process's wake-up source for `endpoint` and `adapter`, whose
-    /// subscriber runs on `rt`.
-    pub fn for_endpoint(endpoint: &Endpoint, adapter: Adapter, rt: &Handle) -> Arc<Wakeups> {
-        let mut reg = locked(&REGISTRY);
-        reg.entry((endpoint.clone(), adapter))
-            .or_insert_with(|| {
-                Arc::new(Wakeups {
-                    endpoint: endpoint.clone(),
-                    adapter,
-                    rt: rt.clone(),
-                    channels: Mutex::default(),
-                    epoch: AtomicU64::new(0),
-                    link: tokio::sync::Mutex::new(None),
-                })
-            })
-            .clone()
+    /// A wake-up source for `endpoint` and `adapter`, whose subscriber runs
+    /// on `rt`. Make one per server and adapter and share it (the napi
+    /// layer keeps them with its endpoints).
+    pub fn new(endpoint: &Endpoint, adapter: Adapter, rt: &Handle) -> Arc<Wakeups> {
+        Arc::new(Wakeups {
+            endpoint: endpoint.clone(),
+            adapter,
+            rt: rt.clone(),
+            channels: Mutex::default(),
+            epoch: AtomicU64::new(0),
+            link: tokio::sync::Mutex::new(None),
+        })
     }
 
     /// A subscription to `channel`, confirmed by Redis before it returns.
@@ -102,7 +95,7 @@ impl Wakeups {
         let owner = Arc::clone(self);
         let chan = {
             let mut ch = locked(&owner.channels);
-            let entry = ch.by_name.entry(channel.to_string()).or_insert_with(|| {
+            let entry = ch.entry(channel.to_string()).or_insert_with(|| {
                 (
                     Arc::new(Channel {
                         generation: AtomicU64::new(0),
@@ -156,11 +149,11 @@ impl Wakeups {
             match tokio::time::timeout(timeout, sink.subscribe(&name)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
-                    *link = None;
+                    self.drop_link(&mut link);
                     return Err(e.into());
                 }
                 Err(_) => {
-                    *link = None;
+                    self.drop_link(&mut link);
                     return Err(Error::Timeout(format!(
                         "Redis did not confirm SUBSCRIBE {name} within {} ms",
                         timeout.as_millis()
@@ -254,7 +247,7 @@ impl Wakeups {
                 self.released(&channel);
                 from = id;
             }
-            if locked(&self.channels).by_name.is_empty() {
+            if locked(&self.channels).is_empty() {
                 // Idle: drop the reader; the next waiter starts a new one.
                 return;
             }
@@ -263,7 +256,6 @@ impl Wakeups {
 
     fn released(&self, channel: &str) {
         let chan = locked(&self.channels)
-            .by_name
             .get(channel)
             .map(|(c, _)| Arc::clone(c));
         if let Some(c) = chan {
@@ -271,16 +263,21 @@ impl Wakeups {
         }
     }
 
+    /// Forgets the link: every confirmation made on it is stale.
+    fn drop_link(&self, link: &mut Option<Link>) {
+        *link = None;
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// The link of `epoch` is gone: forget it and wake every waiter, so
     /// each retries at once and subscribes again before its next sleep.
     async fn broken(&self, epoch: u64) {
         let mut link = self.link.lock().await;
         if self.epoch.load(Ordering::Acquire) == epoch {
-            *link = None;
+            self.drop_link(&mut link);
         }
         drop(link);
         let all: Vec<Arc<Channel>> = locked(&self.channels)
-            .by_name
             .values()
             .map(|(c, _)| Arc::clone(c))
             .collect();
@@ -294,9 +291,9 @@ impl Wakeups {
         let mut link = self.link.lock().await;
         let gone = {
             let mut ch = locked(&self.channels);
-            match ch.by_name.get(&name) {
+            match ch.get(&name) {
                 Some((_, 0)) => {
-                    ch.by_name.remove(&name);
+                    ch.remove(&name);
                     true
                 }
                 _ => false,
@@ -310,7 +307,7 @@ impl Wakeups {
                     Ok(Ok(()))
                 ) {
                     // Unsure state: start over on a fresh link next time.
-                    *link = None;
+                    self.drop_link(&mut link);
                 }
             }
         }
@@ -387,6 +384,13 @@ pub struct Subscription {
 
 impl Subscription {
     async fn confirm(&mut self) -> Result<()> {
+        // Already subscribed on the live link (another waiter of the same
+        // channel did it): no trip to the runtime.
+        let epoch = self.owner.epoch.load(Ordering::Acquire);
+        if epoch != 0 && self.chan.confirmed.load(Ordering::Acquire) == epoch {
+            self.epoch = epoch;
+            return Ok(());
+        }
         let owner = Arc::clone(&self.owner);
         let (name, chan) = (self.name.clone(), Arc::clone(&self.chan));
         self.epoch = self
@@ -427,7 +431,7 @@ impl Drop for Subscription {
     fn drop(&mut self) {
         let last = {
             let mut ch = locked(&self.owner.channels);
-            match ch.by_name.get_mut(&self.name) {
+            match ch.get_mut(&self.name) {
                 Some((_, n)) => {
                     *n = n.saturating_sub(1);
                     *n == 0

@@ -38,6 +38,11 @@ impl Held {
             field: field.to_string(),
         }
     }
+
+    /// Whether this is `name` on the same server as `other`.
+    pub fn same_lock(&self, server: &Arc<SharedConnection>, name: &str) -> bool {
+        self.server == Arc::as_ptr(server) as usize && self.name == name
+    }
 }
 
 struct Entry {
@@ -109,17 +114,23 @@ pub struct Paused {
     _gate: OwnedMutexGuard<()>,
 }
 
-/// Pauses `held`'s renewals (waiting for one in flight) while an unlock
-/// runs; `None` when it is not watched.
-pub async fn pause(held: &Held) -> Option<Paused> {
-    let (gate, stopped) = {
+/// Pauses the renewals of `name` held by `field` on `server` (waiting for
+/// one in flight) while an unlock runs; `None` when it is not watched.
+pub async fn pause(server: &Arc<SharedConnection>, name: &str, field: &str) -> Option<Paused> {
+    let (held, gate, stopped) = {
         let map = running();
-        let e = map.get(held)?;
-        (Arc::clone(&e.gate), Arc::clone(&e.stopped))
+        // Nothing watched (only fixed leases so far): no key to build.
+        if map.is_empty() {
+            return None;
+        }
+        let held = Held::new(server, name, field);
+        let e = map.get(&held)?;
+        let (gate, stopped) = (Arc::clone(&e.gate), Arc::clone(&e.stopped));
+        (held, gate, stopped)
     };
     let guard = gate.lock_owned().await;
     Some(Paused {
-        held: held.clone(),
+        held,
         stopped,
         _gate: guard,
     })
@@ -147,16 +158,4 @@ pub fn stop_where(which: impl Fn(&Held) -> bool) {
             true
         }
     });
-}
-
-/// Whether `held` is being renewed.
-pub fn is_watched(held: &Held) -> bool {
-    running().contains_key(held)
-}
-
-impl Held {
-    /// Whether this is `name` on the same server as `other`.
-    pub fn same_lock(&self, server: &Arc<SharedConnection>, name: &str) -> bool {
-        self.server == Arc::as_ptr(server) as usize && self.name == name
-    }
 }

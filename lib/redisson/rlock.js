@@ -10,7 +10,7 @@
 
 const { randomUUID } = require('crypto')
 const { start } = require('../operations')
-const { RedissonLockError } = require('../errors')
+const { RedissonLockError, nativeMessage } = require('../errors')
 const { TimeUnit } = require('./timeunit')
 
 // Operation codes (src/node/redisson.rs).
@@ -170,13 +170,7 @@ class RLock {
 
   _wrap (err) {
     if (err instanceof RedissonLockError) return err
-    let message = err && typeof err.message === 'string' ? err.message : String(err)
-    let code
-    const m = /^\[([A-Z_]+)\] /.exec(message)
-    if (m) {
-      code = m[1]
-      message = message.slice(m[0].length)
-    }
+    const { message, code } = nativeMessage(err)
     const e = new RedissonLockError(message, this._name, this._redisson._id, this._clientId, { cause: err })
     if (code) e.code = code
     return e

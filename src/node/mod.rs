@@ -91,11 +91,13 @@ impl From<ConnectOptions> for EndpointSpec {
 }
 
 /// An endpoint named by some `RedisConnection`, with the tokio engine's
-/// shared connection to it.
+/// shared connection to it and, once a Redisson lock waits on it, its
+/// wake-up source per adapter (pub/sub, streams).
 #[cfg_attr(test, allow(dead_code))]
 pub(crate) struct Target {
     pub(crate) endpoint: Arc<Endpoint>,
     pub(crate) shared: Arc<SharedConnection>,
+    pub(crate) wakeups: [std::sync::OnceLock<Arc<crate::wakeups::Wakeups>>; 2],
 }
 
 /// Every endpoint named so far, by a small id that JavaScript passes with
@@ -121,6 +123,7 @@ fn intern(endpoint: Endpoint) -> napi::Result<u32> {
     t.by_id.push(Arc::new(Target {
         endpoint: Arc::new(endpoint.clone()),
         shared: SharedConnection::shared(endpoint.clone()),
+        wakeups: Default::default(),
     }));
     t.ids.insert(endpoint, id);
     Ok(id)

@@ -105,6 +105,18 @@ impl Request {
     }
 }
 
+/// `target`'s wake-up source for `adapter`, made on first use.
+fn wakeups(target: &Target, adapter: Adapter) -> Result<Arc<Wakeups>> {
+    let slot = &target.wakeups[adapter.index()];
+    if let Some(w) = slot.get() {
+        return Ok(Arc::clone(w));
+    }
+    let rt = rt()?;
+    Ok(Arc::clone(slot.get_or_init(|| {
+        Wakeups::new(&target.endpoint, adapter, rt)
+    })))
+}
+
 fn rt() -> Result<&'static tokio::runtime::Handle> {
     runtime().ok_or_else(|| Error::Internal("could not start the Tokio runtime thread".into()))
 }
@@ -122,7 +134,7 @@ pub(crate) async fn run<C: ConnectionLike>(
         Op::TryLock { wait, watchdog } => {
             let wakeups = match wait {
                 Wait::Once => None,
-                _ => Some(Wakeups::for_endpoint(&target.endpoint, req.adapter, rt()?)),
+                _ => Some(wakeups(&target, req.adapter)?),
             };
             let held = reentrant::try_lock(
                 conn,
@@ -142,8 +154,7 @@ pub(crate) async fn run<C: ConnectionLike>(
             Ok(u32::from(held))
         }
         Op::Unlock { latch } => {
-            let held = Held::new(&target.shared, &req.name, &req.field);
-            let paused = watchdog::pause(&held).await;
+            let paused = watchdog::pause(&target.shared, &req.name, &req.field).await;
             let keys = UnlockKeys {
                 name: &req.name,
                 channel: &req.channel,
