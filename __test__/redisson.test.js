@@ -16,6 +16,7 @@ const IORedis = require('ioredis')
 const NR = require('node-redisson')
 const RS = require('../redisson')
 const { useRedis } = require('./helpers/redis')
+const { startProxy } = require('./helpers/proxy')
 
 const opened = []
 // Registered before useRedis's own hook, so it runs before the server stops.
@@ -268,6 +269,73 @@ test('16 waiters on one lock: each release hands over, one giving up strands nob
   await Promise.all(waiters)
   assert.equal(order.length, 16)
   assert.ok(Date.now() - t0 < 5000, `16 handoffs on release, not on the 30 s lease: ${Date.now() - t0} ms`)
+})
+
+test('a release racing a waiter\'s SUBSCRIBE is not missed', async () => {
+  // The waiter talks to Redis through a proxy that holds its SUBSCRIBE back:
+  // the holder releases (and publishes) while nobody is subscribed yet.
+  const proxy = await startProxy(redis.server.port)
+  const waiterSide = new RS.Redisson({ redis: { options: { host: '127.0.0.1', port: proxy.port } } })
+  opened.push(waiterSide)
+  try {
+    const name = fresh('release-racing-sub')
+    const holder = make(RS).getLock(name)
+    assert.equal(await holder.tryLock(0, 20000), true)
+    proxy.holdBack(/\r\nSUBSCRIBE\r\n/i, 400) // the command, not a name
+    const held = proxy.nextHold()
+    const t0 = Date.now()
+    const waiter = waiterSide.getLock(name)
+    const waiting = waiter.tryLock(15000, 5000)
+    await held // the first attempt failed; the SUBSCRIBE has not reached Redis
+    await holder.unlock()
+    assert.equal(await waiting, true)
+    const waited = Date.now() - t0
+    assert.ok(waited < 3000, `the missed announcement did not cost the holder's 20 s lease: ${waited} ms`)
+    await waiter.unlock()
+  } finally {
+    proxy.forward()
+    await waiterSide.quit()
+    await proxy.close()
+  }
+})
+
+test('an unlock retried after a timeout decrements the hold count once', async () => {
+  // The unlock reaches Redis and runs; its reply comes after the 200 ms
+  // command timeout, so the unlock is sent again: the latch makes the
+  // second run answer without decrementing.
+  const proxy = await startProxy(redis.server.port)
+  const rs = new RS.Redisson({ redis: { options: { host: '127.0.0.1', port: proxy.port, commandTimeout: 200 } } })
+  opened.push(rs)
+  const dup = redis.check.duplicate()
+  const mon = await dup.monitor()
+  try {
+    const name = fresh('unlock-retry')
+    const lock = rs.getLock(name, 'me')
+    assert.equal(await lock.tryLock(0, 20000), true)
+    assert.equal(await lock.tryLock(0, 20000), true)
+    const [field] = Object.keys(await redis.check.hgetall(name))
+    assert.equal(await redis.check.hget(name, field), '2')
+    const seen = []
+    mon.on('monitor', (_, args) => { if (args.includes(name)) seen.push(args[0].toLowerCase()) })
+    proxy.delayReplies(600)
+    const unlocking = lock.unlock()
+    await sleep(50)
+    proxy.forward()
+    await unlocking
+    await sleep(50)
+    const runs = seen.filter((c) => c === 'evalsha' || c === 'eval').length
+    assert.ok(runs >= 2, `the unlock was sent twice: ${seen}`)
+    assert.equal(seen.filter((c) => c === 'hincrby').length, 1, `one decrement: ${seen}`)
+    assert.equal(await redis.check.hget(name, field), '1', 'decremented exactly once')
+    await lock.unlock()
+    assert.equal(await redis.check.exists(name), 0)
+  } finally {
+    mon.disconnect()
+    dup.disconnect()
+    proxy.forward()
+    await rs.quit()
+    await proxy.close()
+  }
 })
 
 test('bad input: node-redisson\'s errors where it rejects, clear ones where it does not', async () => {

@@ -12,6 +12,7 @@
 //! Written against `ConnectionLike`, a [`Timer`] and a [`Wakeups`] source, so
 //! it runs on either engine.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -359,22 +360,30 @@ pub struct UnlockKeys<'a> {
     pub name: &'a str,
     pub channel: &'a str,
     pub latch: &'a str,
+    pub adapter: Adapter,
 }
 
 /// node-redisson's `unlock`: one hold fewer, the release announced on the
 /// last one. The latch makes a retry (after a timeout or a broken
 /// connection) report the first try's outcome instead of decrementing
-/// again; it is deleted afterwards.
-pub async fn unlock<C: ConnectionLike>(
+/// again; it is deleted afterwards. The retry goes over `reconnect()`'s
+/// connection: the one that failed was retired, and a reply held up on it
+/// would hold up the retry's too.
+pub async fn unlock<C, F, Fut>(
     conn: &mut C,
+    reconnect: F,
     keys: &UnlockKeys<'_>,
     field: &str,
     lease_ms: u64,
     latch_ms: u64,
-    adapter: Adapter,
-) -> Result<Unlocked> {
+) -> Result<Unlocked>
+where
+    C: ConnectionLike,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
     check_name(keys.name)?;
-    let lua = &scripts().unlock[adapter.index()];
+    let lua = &scripts().unlock[keys.adapter.index()];
     let lease = lease_ms.to_string();
     let latch = latch_ms.to_string();
     let k = [keys.name, keys.channel, keys.latch];
@@ -385,11 +394,13 @@ pub async fn unlock<C: ConnectionLike>(
         latch.as_bytes(),
     ];
     let first = eval(conn, lua, &k, &a).await.map_err(Error::from);
-    let (reply, retried) = match first {
+    let (reply, fresh) = match first {
         Err(Error::Connection(_)) | Err(Error::Timeout(_)) => {
-            (eval(conn, lua, &k, &a).await.map_err(Error::from), true)
+            let mut again = reconnect().await?;
+            let reply = eval(&mut again, lua, &k, &a).await.map_err(Error::from);
+            (reply, Some(again))
         }
-        other => (other, false),
+        other => (other, None),
     };
     let outcome = match reply? {
         Value::Nil => Unlocked::NotHeld,
@@ -398,10 +409,13 @@ pub async fn unlock<C: ConnectionLike>(
             _ => Unlocked::Released,
         },
     };
-    if retried || outcome != Unlocked::NotHeld {
+    if fresh.is_some() || outcome != Unlocked::NotHeld {
         // Best effort: the latch expires by itself anyway.
-        let _: redis::RedisResult<Value> =
-            redis::cmd("DEL").arg(keys.latch).query_async(conn).await;
+        let del = redis::cmd("DEL").arg(keys.latch).to_owned();
+        let _: redis::RedisResult<Value> = match fresh {
+            Some(mut again) => del.query_async(&mut again).await,
+            None => del.query_async(conn).await,
+        };
     }
     Ok(outcome)
 }

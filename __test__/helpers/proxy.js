@@ -6,7 +6,11 @@
  * like a pulled cable or a firewall dropping packets), delay every chunk
  * (`delay(ms)`), strand the open connections while new ones work
  * (`strand()`, a half-open socket), or tear every connection down (`drop()`, with a TCP RST
- * when `reset` is true). Listens on 127.0.0.1 on a free port.
+ * when `reset` is true), delay only the replies (`delayReplies(ms)`: the
+ * command reaches Redis and runs, its answer comes late), or hold back the
+ * commands that match a pattern (`holdBack(/SUBSCRIBE/, ms)`). Chunks keep
+ * their order in each direction whatever is delayed. Listens on 127.0.0.1 on
+ * a free port.
  */
 
 const net = require('net')
@@ -17,17 +21,42 @@ async function startProxy (targetPort, targetHost = '127.0.0.1') {
   let delayMs = 0
   let accepted = 0
 
-  function pipe (from, to, pair) {
+  let replyDelayMs = 0
+  let hold = null // { pattern, ms }
+  const holdWaiters = []
+
+  // One queue per direction: a chunk never overtakes one held before it.
+  function pipe (from, to, pair, upstreamBound) {
+    const queue = []
+    let timer = null
+    const flush = () => {
+      pair.timers.delete(timer)
+      timer = null
+      while (queue.length && queue[0].at <= Date.now()) {
+        const { chunk } = queue.shift()
+        if (!to.destroyed) to.write(chunk)
+      }
+      if (queue.length) arm()
+    }
+    const arm = () => {
+      timer = setTimeout(flush, Math.max(0, queue[0].at - Date.now()))
+      pair.timers.add(timer)
+      timer.unref()
+    }
     from.on('data', (chunk) => {
       if (mode === 'blackhole' || pair.stranded) return // swallowed: nobody hears of it
-      const send = () => { if (!to.destroyed) to.write(chunk) }
-      if (delayMs > 0) {
-        const t = setTimeout(send, delayMs)
-        pair.timers.add(t)
-        t.unref()
-      } else {
-        send()
+      let wait = upstreamBound ? delayMs : delayMs + replyDelayMs
+      if (upstreamBound && hold && hold.pattern.test(chunk.toString('latin1'))) {
+        wait = Math.max(wait, hold.ms)
+        for (const w of holdWaiters.splice(0)) w()
       }
+      if (wait === 0 && queue.length === 0) {
+        if (!to.destroyed) to.write(chunk)
+        return
+      }
+      const last = queue.length ? queue[queue.length - 1].at : 0
+      queue.push({ chunk, at: Math.max(Date.now() + wait, last) })
+      if (!timer) arm()
     })
   }
 
@@ -56,8 +85,8 @@ async function startProxy (targetPort, targetHost = '127.0.0.1') {
     upstream.on('error', closeBoth)
     client.on('close', closeBoth)
     upstream.on('close', closeBoth)
-    pipe(client, upstream, pair)
-    pipe(upstream, client, pair)
+    pipe(client, upstream, pair, true)
+    pipe(upstream, client, pair, false)
   })
 
   await new Promise((resolve, reject) => {
@@ -74,7 +103,7 @@ async function startProxy (targetPort, targetHost = '127.0.0.1') {
     /** Open client connections right now. */
     get open () { return pairs.size },
     /** Forward normally again (data swallowed meanwhile is lost). */
-    forward () { mode = 'forward'; delayMs = 0 },
+    forward () { mode = 'forward'; delayMs = 0; replyDelayMs = 0; hold = null },
     /** Keep every socket open but pass nothing either way, new ones too. */
     blackhole () { mode = 'blackhole' },
     /**
@@ -84,6 +113,12 @@ async function startProxy (targetPort, targetHost = '127.0.0.1') {
     strand () { for (const pair of pairs) pair.stranded = true },
     /** Hold every chunk for `ms` before passing it on. */
     delay (ms) { mode = 'forward'; delayMs = ms },
+    /** Pass commands at once but hold every reply for `ms`. */
+    delayReplies (ms) { replyDelayMs = ms },
+    /** Hold each command chunk matching `pattern` (and what follows it) for `ms`. */
+    holdBack (pattern, ms) { hold = { pattern, ms } },
+    /** Resolves when the next chunk matching the hold-back pattern is held. */
+    nextHold () { return new Promise((resolve) => holdWaiters.push(resolve)) },
     /** Close every open connection (with RST when `reset`). */
     drop (reset = true) {
       for (const pair of [...pairs]) {

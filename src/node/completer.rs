@@ -224,8 +224,9 @@ impl Completer {
                 op, name, channel, field, aux, lease, wait, watchdog, &adapter,
             )?;
             let target = target(endpoint)?;
-            let mut c = target.shared.get().await?;
-            redisson::run(req, target, &mut c, &crate::timer::TokioTimer).await
+            let shared = Arc::clone(&target.shared);
+            let connect = || shared.get();
+            redisson::run(req, target, connect, &crate::timer::TokioTimer).await
         });
     }
 }

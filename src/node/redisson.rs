@@ -5,6 +5,7 @@
 //! on the JavaScript thread); only waits and unlocks of watched locks talk
 //! to them.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -121,15 +122,23 @@ fn rt() -> Result<&'static tokio::runtime::Handle> {
     runtime().ok_or_else(|| Error::Internal("could not start the Tokio runtime thread".into()))
 }
 
-/// Runs `req` against `target` over `conn`. The outcome code: 1 held /
-/// unlocked (still held) / deleted / locked, 0 not, 3 an unlock that
-/// released the last hold.
-pub(crate) async fn run<C: ConnectionLike>(
+/// Runs `req` against `target` over a connection from `connect` (called
+/// again only for an unlock's retry, after the first connection failed).
+/// The outcome code: 1 held / unlocked (still held) / deleted / locked, 0
+/// not, 3 an unlock that released the last hold.
+pub(crate) async fn run<C, F, Fut>(
     req: Request,
     target: Arc<Target>,
-    conn: &mut C,
+    connect: F,
     timer: &dyn Timer,
-) -> Result<u32> {
+) -> Result<u32>
+where
+    C: ConnectionLike,
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    let mut conn = connect().await?;
+    let conn = &mut conn;
     match req.op {
         Op::TryLock { wait, watchdog } => {
             let wakeups = match wait {
@@ -159,11 +168,11 @@ pub(crate) async fn run<C: ConnectionLike>(
                 name: &req.name,
                 channel: &req.channel,
                 latch: &latch,
+                adapter: req.adapter,
             };
             let latch_ms = reentrant::latch_ms(target.endpoint.command_timeout);
             let outcome =
-                reentrant::unlock(conn, &keys, &req.field, req.lease_ms, latch_ms, req.adapter)
-                    .await;
+                reentrant::unlock(conn, &connect, &keys, &req.field, req.lease_ms, latch_ms).await;
             if let Some(p) = paused {
                 p.finish(outcome.as_ref().ok().copied());
             }

@@ -261,8 +261,8 @@ pub fn loop_redisson(
             op, name, channel, field, aux, lease, wait, watchdog, &adapter,
         )?;
         let target = super::target(endpoint)?;
-        let mut c = LoopConn::connect(endpoint).await?;
-        super::redisson::run(req, target, &mut c, &LoopTimer).await
+        let connect = || LoopConn::connect(endpoint);
+        super::redisson::run(req, target, connect, &LoopTimer).await
     })
 }
 
