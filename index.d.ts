@@ -3,6 +3,14 @@
 
 import Bluebird = require('bluebird')
 
+// `Symbol.asyncDispose` for projects whose `lib` predates it (as
+// @types/node declares it too; the declarations merge).
+declare global {
+  interface SymbolConstructor {
+    readonly asyncDispose: unique symbol
+  }
+}
+
 /** Per-lock settings. Missing ones come from the defaults (see `setDefaults`). */
 export interface LockOptions {
   /** Time to live of the lock in Redis, in ms. Default 10000. */
@@ -11,7 +19,35 @@ export interface LockOptions {
   retries?: number
   /** Wait between attempts, in ms. Default 50. */
   delay?: number
+  /**
+   * Beyond redislock: renew the lease from Rust while held, even while the
+   * event loop is blocked, but only while the event loop answers the keeper
+   * within `maxEventLoopLagMs` and the hold is shorter than `maxHoldMs`.
+   * Losses abort `lock.signal`. Default off.
+   */
+  autoExtend?: boolean | AutoExtendOptions
+  /** Beyond redislock: every grant gets `lock.fencingToken`, strictly increasing per key. Default off. */
+  fencing?: boolean
+  /** Beyond redislock: waiters wake when a holder with this option releases, not only after `delay`. Default off. */
+  wakeOnRelease?: boolean
 }
+
+/** Bounds of `autoExtend`. */
+export interface AutoExtendOptions {
+  /** Stop renewing once the hold has lasted this long, in ms. Default: no limit. */
+  maxHoldMs?: number
+  /** Stop renewing when the event loop has not answered for this long, in ms (≥ 200). Default `max(30000, 3 × timeout)`. */
+  maxEventLoopLagMs?: number
+}
+
+/** Options of one `acquire`, in place of (or before) the callback. */
+export interface AcquireOptions {
+  /** Aborting it ends the wait at once with a `LockAcquisitionError` whose `cause` is the abort reason. */
+  signal?: AbortSignal
+}
+
+/** Why a held lock was lost (`LockLostError.reason`). */
+export type LockLostReason = 'expired' | 'taken' | 'renewal-failed' | 'max-hold' | 'event-loop-stalled'
 
 /** Certificate material as node's `tls` options take it. */
 export type TlsMaterial = string | Uint8Array | ReadonlyArray<string | Uint8Array>
@@ -94,6 +130,23 @@ export interface Lock {
   acquire(key: string): Bluebird<void>
   /** Takes the lock on `key`, calling back with `null` or a `LockAcquisitionError`. */
   acquire(key: string, callback: LockCallback): Bluebird<void>
+  /** Takes the lock on `key`; `options.signal` can end the wait. */
+  acquire(key: string, options: AcquireOptions, callback?: LockCallback): Bluebird<void>
+
+  /** Exactly one attempt: `true` when taken, `false` when held elsewhere. */
+  tryAcquire(key: string, options?: AcquireOptions): Bluebird<boolean>
+
+  /**
+   * Aborted with a `LockLostError` when the current (or last) hold is lost,
+   * never by a clean release; a fresh one per acquisition, `null` before the first.
+   */
+  readonly signal: AbortSignal | null
+  /** The current hold's fencing token (`fencing: true`), else `null`. */
+  readonly fencingToken: bigint | null
+  /** How long the lease is known to run, in ms (never negative; 0 when not held). */
+  remainingMs(): number
+  /** Releases the lock if held: `await using lock = …`. */
+  [Symbol.asyncDispose](): PromiseLike<void>
 
   /** Releases the lock. Rejects with `LockReleaseError` (also when it had expired). */
   release(): Bluebird<void>
@@ -134,6 +187,43 @@ export declare class LockExtendError extends Error {
   /** The underlying Redis or connection error, when there was one. */
   cause?: unknown
 }
+
+/** Raised (as `lock.signal.reason`) when a held lock was lost. */
+export declare class LockLostError extends Error {
+  constructor(message: string, reason: LockLostReason, key: string, options?: LockErrorOptions)
+  name: 'LockLostError'
+  readonly reason: LockLostReason
+  /** The lock's key. */
+  readonly key: string
+  cause?: unknown
+}
+
+/** What Redis holds for a key (`inspect`). */
+export interface LockInspection {
+  held: boolean
+  /** Time to live left, in ms (`Infinity` without TTL, 0 when not held). */
+  ttlMs: number
+  /** The holder's token (`lock._id`), when held. */
+  owner?: string
+  /** The last fencing token issued for the key, when one was. */
+  fencingToken?: bigint
+}
+
+/** Options of `using`: the lock's (autoExtend on by default) and the acquire's. */
+export interface UsingOptions extends LockOptions, AcquireOptions {}
+
+/**
+ * Acquires `key` (autoExtend on by default), runs `routine(signal)`, releases,
+ * and resolves with its value; rejects with the `LockLostError` if the lock
+ * was lost meanwhile.
+ */
+export declare function using<T>(client: RedisClient, key: string, options: UsingOptions | null | undefined,
+  routine: (signal: AbortSignal) => T | PromiseLike<T>): Promise<T>
+export declare function using<T>(client: RedisClient, key: string,
+  routine: (signal: AbortSignal) => T | PromiseLike<T>): Promise<T>
+
+/** What Redis holds for `key` now, for operators. */
+export declare function inspect(client: RedisClient, key: string): Promise<LockInspection>
 
 /** A new, unlocked Lock using `client` (a Redis client, URL or connection options). */
 export declare function createLock(client: RedisClient, options?: LockOptions): Lock

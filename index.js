@@ -2,11 +2,14 @@
 
 /**
  * redislock-rs: redislock 1.3.0's API (createLock, setDefaults,
- * getAcquiredLocks and the three error classes) over a Rust core.
+ * getAcquiredLocks and the three error classes) over a Rust core, and what
+ * goes beyond it (using, inspect, LockLostError; the createLock options
+ * autoExtend, fencing and wakeOnRelease).
  */
 
 const Lock = require('./lib/lock')
 const errors = require('./lib/errors')
+const { using, inspect } = require('./lib/using')
 
 /** A new Lock using `client` (a Redis client, URL or options object). */
 function createLock (client, options) {
@@ -35,7 +38,10 @@ module.exports = {
   createLock,
   setDefaults,
   getAcquiredLocks,
+  using,
+  inspect,
   LockAcquisitionError: errors.LockAcquisitionError,
   LockReleaseError: errors.LockReleaseError,
-  LockExtendError: errors.LockExtendError
+  LockExtendError: errors.LockExtendError,
+  LockLostError: errors.LockLostError
 }

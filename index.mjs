@@ -4,9 +4,12 @@ export const {
   createLock,
   setDefaults,
   getAcquiredLocks,
+  using,
+  inspect,
   LockAcquisitionError,
   LockReleaseError,
-  LockExtendError
+  LockExtendError,
+  LockLostError
 } = redislock
 
 export default redislock

@@ -18,8 +18,11 @@ let server
 before(async () => { server = await startRedis() })
 after(async () => { await server.stop() })
 
-test('exports exactly redislock\'s surface', () => {
-  assert.deepEqual(Object.keys(redislock).sort(), Object.keys(require('redislock')).sort())
+test('exports redislock\'s surface, and beyond it exactly using, inspect and LockLostError', () => {
+  const ours = Object.keys(redislock)
+  const theirs = Object.keys(require('redislock'))
+  for (const name of theirs) assert.ok(ours.includes(name), name)
+  assert.deepEqual(ours.filter((n) => !theirs.includes(n)).sort(), ['LockLostError', 'inspect', 'using'])
 })
 
 test('ESM import gives the same functions', async () => {

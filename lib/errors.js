@@ -50,7 +50,35 @@ function wrapError (err, ErrorClass) {
   return new ErrorClass(nativeMessage(err).message, { cause: err })
 }
 
-module.exports = { LockError, LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, nativeMessage }
+/**
+ * A held lock was lost: `lock.signal.reason`. `reason` says how: 'expired'
+ * (the key is gone), 'taken' (it carries another owner), 'renewal-failed'
+ * (Redis did not confirm a renewal before the lease ran out), 'max-hold'
+ * (the hold reached `maxHoldMs`) or 'event-loop-stalled' (the event loop
+ * did not answer the keeper within `maxEventLoopLagMs`).
+ */
+class LockLostError extends LockError {
+  constructor (message, reason, key, options) {
+    super(message, options)
+    this.reason = reason
+    this.key = key
+  }
+}
+
+const LOST_MESSAGES = {
+  expired: 'the key expired or was deleted',
+  taken: 'the key now carries another owner\'s token',
+  'renewal-failed': 'Redis did not confirm a renewal before the lease ran out',
+  'max-hold': 'the hold reached maxHoldMs, so renewal stopped',
+  'event-loop-stalled': 'the event loop did not answer the lease keeper within maxEventLoopLagMs, so renewal stopped'
+}
+
+/** The LockLostError for `key` lost for `reason`. */
+function lockLost (reason, key) {
+  return new LockLostError(`Lock on "${key}" was lost: ${LOST_MESSAGES[reason] || reason}`, reason, key)
+}
+
+module.exports = { LockError, LockAcquisitionError, LockReleaseError, LockExtendError, LockLostError, lockLost, wrapError, nativeMessage }
 
 /**
  * node-redisson's RedissonLockError (which it throws but does not export):

@@ -10,7 +10,9 @@ const inspect = require('util').inspect
 const Promise = require('bluebird')
 const { start } = require('./operations')
 const { targetFor } = require('./targets')
-const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
+const keeper = require('./keeper')
+const { keeperRemaining } = require('./native')
+const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, lockLost } = require('./errors')
 
 // Hidden per-lock state: symbols stay out of Object.keys(lock).
 // The engine that runs this lock's operations, and the endpoint's id it
@@ -22,6 +24,36 @@ const kEndpoint = Symbol('redislock-rs.endpoint')
 // and `_key` see the key as given, as with redislock.
 const kPrefix = Symbol('redislock-rs.keyPrefix')
 const kBusy = Symbol('redislock-rs.acquiring')
+// The options beyond redislock 1.3.0 (autoExtend, fencing, wakeOnRelease),
+// or null: then every command is redislock's own.
+const kExtra = Symbol('redislock-rs.extra')
+// The current (or last) hold: see newHold.
+const kHold = Symbol('redislock-rs.hold')
+
+// lockx operation codes and option bits (src/node/lockx.rs).
+const OP_ACQUIRE = 0
+const OP_RELEASE = 1
+const OP_EXTEND = 2
+const F_FENCING = 1
+const F_WAKE = 2
+const F_KEEP = 4
+const now = () => performance.now()
+
+/**
+ * One acquisition's state: when its lease is known to end (performance.now
+ * clock; conservative), its fencing token, whether the keeper renews it,
+ * its AbortSignal (made on first use) and why it was lost.
+ */
+function newHold (expires, flags, id, fencing) {
+  return { expires, flags, id, fencing, controller: null, lost: null }
+}
+
+/** Marks `hold` lost for `reason` (once) and aborts its signal. */
+function lose (hold, reason, key) {
+  if (hold.lost !== null) return
+  hold.lost = lockLost(reason, key)
+  if (hold.controller !== null) hold.controller.abort(hold.lost)
+}
 
 // What each operation's outcome does to the lock (see operations.js).
 
@@ -31,22 +63,80 @@ function settleAcquire (lock, key, acquired, err, resolve, reject) {
   if (!acquired) return reject(new LockAcquisitionError('Could not acquire lock on "' + key + '"'))
   lock._locked = true
   lock._key = key
+  // The lease runs from no earlier than the call (conservative).
+  lock[kHold] = newHold(lock[kStarted] + lock.timeout, 0, 0, null)
   Lock._acquiredLocks.set(lock._id, lock)
   resolve()
 }
 
+/** An acquire through lockx: `ctx` says how it was asked for. */
+function settleAcquireX (lock, ctx, outcome, err, resolve, reject, value) {
+  lock[kBusy] = false
+  if (ctx.signal) ctx.signal.removeEventListener('abort', ctx.onAbort)
+  if (err) return reject(wrapError(err, LockAcquisitionError))
+  if (outcome !== 3) {
+    if (ctx.aborted) return reject(ctx.aborted)
+    if (ctx.tryOnly) return resolve(false)
+    return reject(new LockAcquisitionError('Could not acquire lock on "' + ctx.key + '"'))
+  }
+  const colon = value.indexOf(':')
+  const fencing = colon > 0 ? BigInt(value.slice(0, colon)) : null
+  const expires = now() - Number(value.slice(colon + 1)) / 1000 + ctx.ttl
+  if (ctx.aborted) {
+    // Aborted while the winning attempt was in flight: give it back.
+    const hold = newHold(expires, ctx.flags, ctx.hold, fencing)
+    start(quietly, lock, ctx.key, submitRelease(lock, ctx.key, hold))
+    return reject(ctx.aborted)
+  }
+  lock._locked = true
+  lock._key = ctx.key
+  const hold = newHold(expires, ctx.flags, ctx.hold, fencing)
+  lock[kHold] = hold
+  Lock._acquiredLocks.set(lock._id, lock)
+  if (ctx.flags & F_KEEP) {
+    const where = { endpoint: lock[kEndpoint], key: lock[kPrefix] + ctx.key, token: lock._id }
+    keeper.watch(ctx.hold, lock, where, (reason) => lose(hold, reason, ctx.key))
+  }
+  resolve(ctx.tryOnly ? true : undefined)
+}
+
+function quietly () {}
+
 function settleRelease (lock, key, released, err, resolve, reject) {
   if (err) return reject(wrapError(err, LockReleaseError))
+  const hold = lock[kHold]
   forget(lock)
-  if (!released) return reject(new LockReleaseError('Lock on "' + key + '" had expired'))
+  if (!released) {
+    lose(hold, 'expired', key)
+    return reject(new LockReleaseError('Lock on "' + key + '" had expired'))
+  }
   resolve()
 }
 
-function settleExtend (lock, key, extended, err, resolve, reject) {
+function settleExtend (lock, key, extended, err, resolve, reject, value) {
   if (err) return reject(wrapError(err, LockExtendError))
-  if (extended) return resolve()
+  const hold = lock[kHold]
+  if (extended) {
+    // [started, ms] for a plain extend; the reply's age for lockx.
+    const ext = lock[kBusyExtend]
+    hold.expires = value === undefined ? ext[0] + ext[1] : now() - Number(value) / 1000 + ext[1]
+    return resolve()
+  }
   forget(lock)
+  lose(hold, 'expired', key)
   reject(new LockExtendError('Lock on "' + key + '" had expired'))
+}
+
+/** The submit function of a release of `hold` on `key`. */
+function submitRelease (lock, key, hold) {
+  return function (id) {
+    if (hold.flags === 0) {
+      lock[kEngine].release(lock[kEndpoint], id, lock[kPrefix] + key, lock._id)
+    } else {
+      lock[kEngine].lockx(lock[kEndpoint], id, OP_RELEASE, lock[kPrefix] + key, lock._id,
+        [0, 0, 0, hold.flags, hold.id, keeper.envId(), 0, 0, 0])
+    }
+  }
 }
 
 /** Marks `lock` as not held. */
@@ -54,6 +144,48 @@ function forget (lock) {
   lock._locked = false
   lock._key = null
   Lock._acquiredLocks.delete(lock._id)
+  const hold = lock[kHold]
+  if (hold !== null && hold.flags & F_KEEP) keeper.unwatch(hold.id)
+}
+
+const kBusyExtend = Symbol('redislock-rs.extending')
+const kStarted = Symbol('redislock-rs.acquireStarted')
+
+function flag (options, name) {
+  const v = options[name]
+  if (v === undefined || v === null || v === false) return false
+  if (v === true) return true
+  throw new TypeError(`createLock option ${name} must be true or false; got ${describeKey(v)}`)
+}
+
+function msOption (o, name, min) {
+  const v = o[name]
+  if (v === undefined || v === null) return null
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
+    throw new RangeError(`autoExtend.${name} must be an integer number of milliseconds ≥ ${min}; got ${describeKey(v)}`)
+  }
+  return v
+}
+
+/** The options beyond redislock 1.3.0, checked; null when none is on. */
+function extrasOf (options) {
+  let autoExtend = null
+  const ae = options.autoExtend
+  if (ae === true) {
+    autoExtend = { maxHoldMs: null, maxEventLoopLagMs: null }
+  } else if (ae !== null && typeof ae === 'object') {
+    autoExtend = { maxHoldMs: msOption(ae, 'maxHoldMs', 1), maxEventLoopLagMs: msOption(ae, 'maxEventLoopLagMs', 200) }
+  } else if (ae !== undefined && ae !== null && ae !== false) {
+    throw new TypeError(`createLock option autoExtend must be true, false or { maxHoldMs, maxEventLoopLagMs }; got ${describeKey(ae)}`)
+  }
+  const fencing = flag(options, 'fencing')
+  const wake = flag(options, 'wakeOnRelease')
+  if (autoExtend === null && !fencing && !wake) return null
+  return { autoExtend, flags: (fencing ? F_FENCING : 0) | (wake ? F_WAKE : 0) | (autoExtend ? F_KEEP : 0) }
+}
+
+function isSignal (s) {
+  return s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function'
 }
 
 function rejected (err, fn) {
@@ -83,7 +215,11 @@ class Lock {
     this[kEndpoint] = target.endpoint
     this[kPrefix] = target.prefix
     this[kBusy] = false
+    this[kBusyExtend] = null
+    this[kStarted] = 0
+    this[kHold] = null
     options = options || {}
+    this[kExtra] = extrasOf(options)
     for (const key in Lock._defaults) {
       this[key] = Lock._defaults[key]
       if (key in options) this[key] = parseInt(options[key], 10) || 0
@@ -92,9 +228,44 @@ class Lock {
 
   /**
    * Takes the lock on `key`, retrying `retries` times `delay` ms apart
-   * (`-1`: until it is free). Rejects with LockAcquisitionError.
+   * (`-1`: until it is free). Rejects with LockAcquisitionError. `options`
+   * (in place of the callback, which may follow it): `{ signal }`, an
+   * AbortSignal that ends the wait at once.
    */
-  acquire (key, fn) {
+  acquire (key, options, fn) {
+    if (typeof options === 'function') {
+      fn = options
+      options = undefined
+    }
+    return this._acquire(key, options, fn, false)
+  }
+
+  /**
+   * Exactly one attempt at `key`: resolves `true` when taken, `false` when
+   * it is held; rejects (LockAcquisitionError) only for real failures.
+   */
+  tryAcquire (key, options) {
+    return this._acquire(key, options, undefined, true)
+  }
+
+  _acquire (key, options, fn, tryOnly) {
+    // As in redislock, anything but a function or an options object in the
+    // second place is ignored; an object's `signal` is read once.
+    let signal = null
+    if (options !== null && typeof options === 'object') {
+      let s
+      try {
+        s = options.signal
+      } catch (_) {}
+      if (s !== undefined && s !== null) {
+        let ok = false
+        try { ok = isSignal(s) } catch (_) {}
+        if (!ok) {
+          return rejected(new LockAcquisitionError(`acquire option signal must be an AbortSignal; got ${describeKey(s)}`), fn)
+        }
+        signal = s
+      }
+    }
     if (this._locked || this[kBusy]) {
       return rejected(new LockAcquisitionError('Lock already held'), fn)
     }
@@ -102,11 +273,52 @@ class Lock {
       return rejected(new LockAcquisitionError(
         `Invalid lock key ${describeKey(key)}: the key must be a non-empty string`), fn)
     }
-    this[kBusy] = true
+    if (signal !== null && signal.aborted) {
+      return rejected(new LockAcquisitionError(`Acquiring lock on "${key}" was aborted`, { cause: signal.reason }), fn)
+    }
     const lock = this
-    const p = start(settleAcquire, this, key, function (id) {
-      lock[kEngine].acquire(lock[kEndpoint], id, lock[kPrefix] + key, lock._id, lock.timeout, lock.retries, lock.delay)
+    const extra = this[kExtra]
+    if (extra === null && signal === null && !tryOnly) {
+      this[kBusy] = true
+      this[kStarted] = now()
+      const p = start(settleAcquire, this, key, function (id) {
+        lock[kEngine].acquire(lock[kEndpoint], id, lock[kPrefix] + key, lock._id, lock.timeout, lock.retries, lock.delay)
+      })
+      return fn === undefined ? p : p.nodeify(fn)
+    }
+    const flags = extra === null ? 0 : extra.flags
+    const ae = extra === null ? null : extra.autoExtend
+    const ctx = {
+      key,
+      tryOnly,
+      flags,
+      ttl: this.timeout,
+      hold: flags & F_KEEP ? keeper.holdId() : 0,
+      signal,
+      onAbort: null,
+      aborted: null
+    }
+    const maxLag = ae === null ? 0 : (ae.maxEventLoopLagMs || Math.max(30000, 3 * this.timeout))
+    const nums = [this.timeout, tryOnly ? 0 : this.retries, this.delay, flags, ctx.hold, keeper.envId(),
+      maxLag, ae === null ? 0 : (ae.maxHoldMs || 0), signal === null ? 0 : keeper.cancelId()]
+    this[kBusy] = true
+    let p = start(settleAcquireX, this, ctx, function (id) {
+      lock[kEngine].lockx(lock[kEndpoint], id, OP_ACQUIRE, lock[kPrefix] + key, lock._id, nums)
     })
+    if (signal !== null) {
+      // Rejects at once; the native wait is cancelled and, should its
+      // attempt in flight win, released (settleAcquireX).
+      const inner = p
+      p = new Promise(function (resolve, reject) {
+        ctx.onAbort = function () {
+          ctx.aborted = new LockAcquisitionError(`Acquiring lock on "${key}" was aborted`, { cause: signal.reason })
+          keeper.cancel(nums[8])
+          reject(ctx.aborted)
+        }
+        signal.addEventListener('abort', ctx.onAbort, { once: true })
+        inner.then(resolve, reject)
+      })
+    }
     return fn === undefined ? p : p.nodeify(fn)
   }
 
@@ -118,11 +330,8 @@ class Lock {
     if (!this._locked) {
       return rejected(new LockReleaseError('Lock has not been acquired'), fn)
     }
-    const lock = this
     const key = this._key
-    const p = start(settleRelease, this, key, function (id) {
-      lock[kEngine].release(lock[kEndpoint], id, lock[kPrefix] + key, lock._id)
-    })
+    const p = start(settleRelease, this, key, submitRelease(this, key, this[kHold]))
     return fn === undefined ? p : p.nodeify(fn)
   }
 
@@ -143,10 +352,60 @@ class Lock {
     }
     const lock = this
     const key = this._key
+    const hold = this[kHold]
+    this[kBusyExtend] = [now(), time]
     const p = start(settleExtend, this, key, function (id) {
-      lock[kEngine].extend(lock[kEndpoint], id, lock[kPrefix] + key, lock._id, time)
+      if (hold.flags & F_KEEP) {
+        lock[kEngine].lockx(lock[kEndpoint], id, OP_EXTEND, lock[kPrefix] + key, lock._id,
+          [time, 0, 0, hold.flags, hold.id, keeper.envId(), 0, 0, 0])
+      } else {
+        lock[kEngine].extend(lock[kEndpoint], id, lock[kPrefix] + key, lock._id, time)
+      }
     })
     return fn === undefined ? p : p.nodeify(fn)
+  }
+
+  /**
+   * An AbortSignal for the current (or last) acquisition, aborted with a
+   * LockLostError when that hold is lost (never by a clean release); null
+   * before the first. With autoExtend the keeper reports losses as they
+   * happen; without it a loss is found by `extend` or `release`.
+   */
+  get signal () {
+    const hold = this[kHold]
+    if (hold === null) return null
+    if (hold.controller === null) {
+      hold.controller = new AbortController()
+      if (hold.lost !== null) hold.controller.abort(hold.lost)
+    }
+    return hold.controller.signal
+  }
+
+  /** The current hold's fencing token (a bigint; `fencing: true`), else null. */
+  get fencingToken () {
+    const hold = this[kHold]
+    return hold !== null ? hold.fencing : null
+  }
+
+  /**
+   * How long the lease is known to run, in ms (never negative): from the
+   * keeper's last confirmed renewal with autoExtend, else from the grant or
+   * the last extend, counted from when its command was sent. 0 when not held.
+   */
+  remainingMs () {
+    const hold = this[kHold]
+    if (!this._locked || hold === null || hold.lost !== null) return 0
+    if (hold.flags & F_KEEP) {
+      const ms = keeperRemaining(this[kEndpoint], this[kPrefix] + this._key, this._id)
+      if (ms >= 0) return ms
+      return 0
+    }
+    return Math.max(0, Math.floor(hold.expires - now()))
+  }
+
+  /** Releases the lock if it is held (`await using lock = …`). */
+  [Symbol.asyncDispose] () {
+    return this._locked ? this.release() : Promise.resolve()
   }
 }
 

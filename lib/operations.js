@@ -19,7 +19,7 @@
  */
 
 const Promise = require('bluebird')
-const { Completer, LoopEngine, loopAcquire, loopRelease, loopExtend, loopRedisson } = require('./native')
+const { Completer, LoopEngine, loopAcquire, loopRelease, loopExtend, loopRedisson, loopLockx } = require('./native')
 
 const ENGINES = ['js', 'tokio']
 const requested = process.env.REDISLOCK_RS_ENGINE || undefined
@@ -53,7 +53,7 @@ function engineFor () {
       // Registers this environment's onDone; the operations are plain
       // functions (no class to unwrap per call).
       new LoopEngine(onDone) // eslint-disable-line no-new
-      loopEngine = { acquire: loopAcquire, release: loopRelease, extend: loopExtend, redisson: loopRedisson }
+      loopEngine = { acquire: loopAcquire, release: loopRelease, extend: loopExtend, redisson: loopRedisson, lockx: loopLockx }
     }
     return loopEngine
   }
@@ -71,8 +71,9 @@ keepAlive.unref()
 /**
  * Called by the native side with the finished operations: each code is
  * `id << 2 | outcome` (0 = false, 1 = true, 2 = error, whose message is the
- * next one in `errors`, 3 = true with more to say: see src/node/done.rs).
- * `settle` gets the outcome as a number (0, 1 or 3).
+ * next string in `errors`, 3 = true with a value, the next string in
+ * `errors`: see src/node/done.rs). `settle` gets the outcome as a number
+ * (0, 1 or 3), and the value.
  */
 function onDone (codes, errors) {
   let e = 0
@@ -86,14 +87,18 @@ function onDone (codes, errors) {
     slots[id] = undefined
     freeIds.push(id)
     const outcome = code & 3
-    const err = outcome === 2 ? new Error(errors[e++]) : null
-    slot[0](slot[1], slot[2], err === null ? outcome : 0, err, slot[3], slot[4])
+    let err = null
+    let value
+    if (outcome === 2) err = new Error(errors[e++])
+    else if (outcome === 3) value = errors[e++]
+    slot[0](slot[1], slot[2], err === null ? outcome : 0, err, slot[3], slot[4], value)
   }
 }
 
 /**
  * Starts an operation: `submit(id)` makes the native call, and
- * `settle(lock, key, outcome, err, resolve, reject)` runs when it finishes.
+ * `settle(lock, key, outcome, err, resolve, reject, value)` runs when it
+ * finishes.
  * The promise is a Bluebird one (the redislock face) unless `P` says
  * otherwise (the Redisson face: native promises, as node-redisson).
  */

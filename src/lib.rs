@@ -5,16 +5,18 @@
 //! default `node` feature.
 
 mod batch;
+pub mod cancel;
 pub mod config;
 pub mod connection;
 pub mod error;
+pub mod keeper;
+pub mod keys;
 pub mod lock;
 pub mod reentrant;
 pub mod resp;
 pub mod scripts;
 pub mod timer;
 pub mod wakeups;
-pub mod watchdog;
 
 #[cfg(feature = "node")]
 mod node;

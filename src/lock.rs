@@ -7,14 +7,21 @@
 //! Expected outcomes are values (`false` = not acquired / not ours any more);
 //! only real failures are errors.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use futures_util::future::{select, Either};
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
+use crate::cancel::Cancel;
 use crate::error::{Error, Result};
-use crate::scripts::{Lua, DEL_IF_EQUAL, DEL_IF_EQUAL_SCRIPT, PEXPIRE_IF_EQUAL_SCRIPT};
+use crate::scripts::{
+    Lua, DEL_IF_EQUAL, DEL_IF_EQUAL_ANNOUNCE_SCRIPT, DEL_IF_EQUAL_SCRIPT, FENCED_SET_SCRIPT,
+    PEXPIRE_IF_EQUAL_SCRIPT,
+};
 use crate::timer::Timer;
+use crate::wakeups::{Subscription, Wakeups};
 
 /// Longest TTL or extension accepted, in ms (JavaScript's safe integers).
 pub const MAX_MS: u64 = (1 << 53) - 1;
@@ -165,6 +172,250 @@ pub async fn acquire<C: ConnectionLike>(
         };
         wait_before_retry(timer, opts.delay).await;
     }
+}
+
+/// What a grant does beyond redislock's `SET NX` (the options of
+/// `createLock` that redislock 1.3.0 does not have).
+#[derive(Clone, Copy, Default)]
+pub struct Grant<'a> {
+    /// `fencing: true`: the counter key (see `keys::companion`); each grant
+    /// takes the next token from it in the same script.
+    pub fencing: Option<&'a str>,
+    /// `wakeOnRelease: true`: a waiter also wakes when a release is
+    /// announced on this channel of this subscriber.
+    pub wake: Option<(&'a Arc<Wakeups>, &'a str)>,
+    /// An `AbortSignal`: once cancelled, no further attempt is made and a
+    /// pause ends at once (the acquire returns `None`).
+    pub cancel: Option<&'a Cancel>,
+}
+
+/// What ended a pause between attempts.
+enum Woke {
+    Timer,
+    Release,
+    Cancelled,
+    SubscriberFailed,
+}
+
+/// Sleeps `rest`, or less: until a release on `sub` or a cancel.
+async fn pause(
+    timer: &dyn Timer,
+    rest: Duration,
+    sub: Option<&mut Subscription>,
+    cancel: Option<&Cancel>,
+) -> Woke {
+    if cancel.is_some_and(Cancel::is_cancelled) {
+        return Woke::Cancelled;
+    }
+    if rest.is_zero() {
+        return Woke::Timer;
+    }
+    let sleep = timer.sleep(rest);
+    let stop = std::pin::pin!(async {
+        match cancel {
+            Some(c) => c.cancelled().await,
+            None => std::future::pending().await,
+        }
+    });
+    match sub {
+        Some(s) => {
+            let woken = std::pin::pin!(s.wait());
+            match select(select(woken, sleep), stop).await {
+                Either::Left((Either::Left((Ok(()), _)), _)) => Woke::Release,
+                Either::Left((Either::Left((Err(_), _)), _)) => Woke::SubscriberFailed,
+                Either::Left((Either::Right(_), _)) => Woke::Timer,
+                Either::Right(_) => Woke::Cancelled,
+            }
+        }
+        None => match select(sleep, stop).await {
+            Either::Left(_) => Woke::Timer,
+            Either::Right(_) => Woke::Cancelled,
+        },
+    }
+}
+
+/// A grant: when its winning attempt was sent (the lease runs from no
+/// earlier than that) and its fencing token, if any.
+#[derive(Clone, Copy, Debug)]
+pub struct Granted {
+    pub sent: Instant,
+    pub fencing: Option<u64>,
+}
+
+/// [`acquire`] with the options of [`Grant`]. `None` when every attempt
+/// found the lock held.
+///
+/// With `wake`, a waiter subscribes after its first failed attempt and
+/// tries again at once (a release between the two is not missed); then each
+/// pause of `delay` also ends when a release is announced, for an attempt
+/// that does not count as a retry. The pauses keep their schedule, so the
+/// whole wait never exceeds `retries × delay`. If subscribing fails, the
+/// wait falls back to polling every `delay`.
+pub async fn acquire_with<C: ConnectionLike>(
+    conn: &mut C,
+    timer: &dyn Timer,
+    key: &str,
+    token: &str,
+    opts: &AcquireOptions,
+    grant: Grant<'_>,
+) -> Result<Option<Granted>> {
+    check_key(key)?;
+    if opts.ttl_ms == 0 || opts.ttl_ms > MAX_MS {
+        return Err(invalid_timeout(opts.ttl_ms));
+    }
+    let mut left = opts.retries;
+    let mut sub: Option<Subscription> = None;
+    loop {
+        if let Some(g) = attempt_with(conn, key, token, opts.ttl_ms, grant).await? {
+            return Ok(Some(g));
+        }
+        left = match left {
+            Retries::Count(0) => return Ok(None),
+            Retries::Count(n) => Retries::Count(n - 1),
+            Retries::Forever => Retries::Forever,
+        };
+        if let (None, Some((wakeups, channel))) = (&sub, grant.wake) {
+            if let Ok(mut s) = wakeups.subscribe(channel).await {
+                s.mark();
+                if let Some(g) = attempt_with(conn, key, token, opts.ttl_ms, grant).await? {
+                    return Ok(Some(g));
+                }
+                sub = Some(s);
+            }
+        }
+        let until = Instant::now() + opts.delay;
+        loop {
+            let rest = until.saturating_duration_since(Instant::now());
+            match pause(timer, rest, sub.as_mut(), grant.cancel).await {
+                Woke::Cancelled => return Ok(None),
+                // The subscriber failed: poll for the rest of the pause.
+                Woke::SubscriberFailed => sub = None,
+                Woke::Timer => break,
+                Woke::Release => {
+                    if let Some(s) = sub.as_mut() {
+                        s.mark();
+                    }
+                    if let Some(g) = attempt_with(conn, key, token, opts.ttl_ms, grant).await? {
+                        return Ok(Some(g));
+                    }
+                }
+            }
+        }
+        if grant.cancel.is_some_and(Cancel::is_cancelled) {
+            return Ok(None);
+        }
+    }
+}
+
+/// One attempt of [`acquire_with`], with [`acquire`]'s rules after a broken
+/// connection (try again; a key already carrying our token is ours) and a
+/// timeout (best-effort release, then the error).
+async fn attempt_with<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+    ttl_ms: u64,
+    grant: Grant<'_>,
+) -> Result<Option<Granted>> {
+    let sent = Instant::now();
+    let Some(counter) = grant.fencing else {
+        let mut attempt = try_acquire(conn, key, token, ttl_ms).await;
+        if matches!(attempt, Err(Error::Connection(_))) {
+            attempt = retry_acquire(conn, key, token, ttl_ms).await;
+        }
+        return match attempt {
+            Ok(true) => Ok(Some(Granted {
+                sent,
+                fencing: None,
+            })),
+            Ok(false) => Ok(None),
+            Err(err @ Error::Timeout(_)) => {
+                let _ = release_after_timeout(conn, key, token).await;
+                Err(err)
+            }
+            Err(err) => Err(err),
+        };
+    };
+    let mut attempt = fenced_set(conn, key, counter, token, ttl_ms).await;
+    if matches!(attempt, Err(Error::Connection(_))) {
+        attempt = match fenced_set(conn, key, counter, token, ttl_ms).await {
+            // The first try may have landed: then the key carries our token
+            // and, as nobody else can take the lock meanwhile, the counter
+            // still holds the token it issued us.
+            Ok(None) => {
+                let holder: Option<String> = redis::cmd("GET").arg(key).query_async(conn).await?;
+                if holder.as_deref() == Some(token) {
+                    let n: Option<u64> = redis::cmd("GET").arg(counter).query_async(conn).await?;
+                    Ok(n)
+                } else {
+                    Ok(None)
+                }
+            }
+            other => other,
+        };
+    }
+    match attempt {
+        Ok(fencing) => Ok(fencing.map(|n| Granted {
+            sent,
+            fencing: Some(n),
+        })),
+        Err(err @ Error::Timeout(_)) => {
+            let _ = release_after_timeout(conn, key, token).await;
+            Err(err)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// One [`FENCED_SET`](crate::scripts::FENCED_SET): the token issued, or
+/// `None` when the lock is held.
+async fn fenced_set<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    counter: &str,
+    token: &str,
+    ttl_ms: u64,
+) -> Result<Option<u64>> {
+    let n: i64 = FENCED_SET_SCRIPT
+        .eval(
+            conn,
+            (5, key.len() + counter.len() + token.len() + 24),
+            |cmd| {
+                cmd.arg(2).arg(key).arg(counter).arg(token).arg(ttl_ms);
+            },
+        )
+        .await?;
+    Ok(u64::try_from(n).ok().filter(|n| *n > 0))
+}
+
+/// [`release`] that also announces the release on `channel` (holders
+/// created with `wakeOnRelease`), in the same script.
+pub async fn release_announced<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+    channel: &str,
+) -> Result<bool> {
+    check_key(key)?;
+    let mut reply = announce_once(conn, key, token, channel).await;
+    if matches!(reply, Err(Error::Connection(_))) {
+        reply = announce_once(conn, key, token, channel).await;
+    }
+    Ok(reply? == 1)
+}
+
+async fn announce_once<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+    channel: &str,
+) -> Result<i64> {
+    let size = (4, key.len() + token.len() + channel.len() + 8);
+    Ok(DEL_IF_EQUAL_ANNOUNCE_SCRIPT
+        .eval(conn, size, |cmd| {
+            cmd.arg(1).arg(key).arg(token).arg(channel);
+        })
+        .await?)
 }
 
 /// A second `SET NX` after a broken connection. The first one may have

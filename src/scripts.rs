@@ -14,6 +14,21 @@ pub const DEL_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n 
 /// Sets KEYS[1]'s TTL to ARGV[2] ms only if it still holds token ARGV[1].
 pub const PEXPIRE_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\nend\nreturn 0";
 
+/// `fencing: true`: takes KEYS[1] for token ARGV[1] with TTL ARGV[2] ms
+/// and, in the same step, issues the next fencing token from the counter
+/// KEYS[2] (same hash slot, never expires). Returns the token, or 0 when
+/// the lock is held.
+pub const FENCED_SET: &str = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n  return redis.call('INCR', KEYS[2])\nend\nreturn 0";
+
+/// `wakeOnRelease: true`: [`DEL_IF_EQUAL`] that also announces the release
+/// on channel ARGV[2], in the same round trip. Returns 1 or 0.
+pub const DEL_IF_EQUAL_ANNOUNCE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  redis.call('DEL', KEYS[1])\n  redis.call('PUBLISH', ARGV[2], '1')\n  return 1\nend\nreturn 0";
+
+/// The lease keeper's renewal: sets KEYS[1]'s TTL to ARGV[2] ms if it still
+/// holds token ARGV[1]. Returns 1 (renewed), 0 (the key is gone) or -1 (it
+/// holds another token), so a loss says why in the same round trip.
+pub const RENEW_OR_WHY: &str = "local v = redis.call('GET', KEYS[1])\nif v == ARGV[1] then\n  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\nend\nif v then\n  return -1\nend\nreturn 0";
+
 /// A script's body with its hash.
 pub struct Lua {
     pub body: String,
@@ -62,3 +77,7 @@ impl Lua {
 
 pub static DEL_IF_EQUAL_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(DEL_IF_EQUAL));
 pub static PEXPIRE_IF_EQUAL_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(PEXPIRE_IF_EQUAL));
+pub static FENCED_SET_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(FENCED_SET));
+pub static DEL_IF_EQUAL_ANNOUNCE_SCRIPT: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new(DEL_IF_EQUAL_ANNOUNCE));
+pub static RENEW_OR_WHY_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(RENEW_OR_WHY));

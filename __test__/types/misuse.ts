@@ -14,7 +14,7 @@ createLock(null) // error TS2345
 createLock({ hots: 'localhost' }) // error TS2353
 createLock('redis://localhost', { timeout: '100' }) // error TS2322
 createLock('redis://localhost', { ttl: 100 }) // error TS2353
-lock.acquire('k', (err: Error | null, value: string) => {}) // error TS2345
+lock.acquire('k', (err: Error | null, value: string) => {}) // error TS2769
 lock.release((err: string) => {}) // error TS2345
 lock.release('k') // error TS2345
 lock._id = 'mine' // error TS2540

@@ -22,7 +22,7 @@ use napi::threadsafe_function::{
 use napi_derive::napi;
 
 use super::done::{panicked, Done, DoneArgs, Outcome};
-use super::{redisson, target};
+use super::{lockx, redisson, target};
 use crate::error::{Error as CoreError, Result};
 use crate::lock::{self, AcquireOptions};
 
@@ -199,6 +199,27 @@ impl Completer {
             let ms = lock::extension_from_number(ms)?;
             let mut c = inner.get().await?;
             lock::extend(&mut c, &key, &token, ms).await
+        });
+    }
+
+    /// An operation of the redislock face's options beyond redislock 1.3.0
+    /// as operation `id` (see `lockx::run`).
+    #[napi(catch_unwind)]
+    pub fn lockx(
+        &self,
+        endpoint: u32,
+        id: u32,
+        op: u32,
+        key: String,
+        token: String,
+        nums: Vec<f64>,
+    ) {
+        let cancel = lockx::cancel_slot(&nums);
+        self.shared.run(id, async move {
+            let req = lockx::Request::parse(op, key, token, &nums, cancel)?;
+            let target = target(endpoint)?;
+            let mut c = target.shared.get().await?;
+            lockx::run(req, target, &mut c, &crate::timer::TokioTimer).await
         });
     }
 

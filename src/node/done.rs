@@ -1,8 +1,9 @@
 //! Finished operations as JavaScript's `onDone(codes, errors)` receives
 //! them, the same for both engines: each code is `id << 2 | outcome`
-//! (0 = false, 1 = true, 2 = error, whose `[CODE] message` is the next one
-//! in `errors`, 3 = true with more to say: a Redisson unlock that released
-//! the last hold; see lib/operations.js). Written once, here.
+//! (0 = false, 1 = true, 2 = error, whose `[CODE] message` is the next
+//! string in `errors`, 3 = true with a value, the next string in `errors`:
+//! a fencing token, a Redisson unlock that released the last hold; see
+//! lib/operations.js). Written once, here.
 
 use napi::bindgen_prelude::FnArgs;
 
@@ -11,24 +12,44 @@ use crate::error::{Error as CoreError, Result};
 
 const DONE_ERROR: u32 = 2;
 
-/// An operation's outcome on the wire: 0 (false), 1 (true) or 3.
+const DONE_VALUE: u32 = 3;
+
+/// An operation's outcome on the wire: 0 (false), 1 (true) or 3 (true, with
+/// a value).
 pub(crate) trait Outcome {
-    fn code(self) -> u32;
+    fn wire(self) -> (u32, Option<String>);
 }
 
 impl Outcome for bool {
-    fn code(self) -> u32 {
-        u32::from(self)
+    fn wire(self) -> (u32, Option<String>) {
+        (u32::from(self), None)
     }
 }
 
-/// For outcomes with a third value: only 0, 1 and 3 are meaningful.
+/// For outcomes with a third value: 0, 1, and 3 (with an empty value).
 impl Outcome for u32 {
-    fn code(self) -> u32 {
-        if self == DONE_ERROR {
-            0
-        } else {
-            self & 3
+    fn wire(self) -> (u32, Option<String>) {
+        match self & 3 {
+            DONE_VALUE => (DONE_VALUE, Some(String::new())),
+            DONE_ERROR => (0, None),
+            code => (code, None),
+        }
+    }
+}
+
+/// An outcome that may carry a string.
+pub(crate) enum Reply {
+    No,
+    Yes,
+    With(String),
+}
+
+impl Outcome for Reply {
+    fn wire(self) -> (u32, Option<String>) {
+        match self {
+            Reply::No => (0, None),
+            Reply::Yes => (1, None),
+            Reply::With(value) => (DONE_VALUE, Some(value)),
         }
     }
 }
@@ -47,7 +68,13 @@ impl Done {
     /// Adds operation `id`'s outcome.
     pub(crate) fn record<T: Outcome>(&mut self, id: u32, outcome: Result<T>) {
         match outcome {
-            Ok(value) => self.codes.push(id << 2 | value.code()),
+            Ok(outcome) => {
+                let (code, value) = outcome.wire();
+                self.codes.push(id << 2 | code);
+                if let Some(v) = value {
+                    self.errors.push(v);
+                }
+            }
             Err(err) => {
                 self.codes.push(id << 2 | DONE_ERROR);
                 self.errors.push(wire_message(&err));

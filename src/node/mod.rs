@@ -8,6 +8,8 @@
 mod completer;
 mod done;
 #[cfg_attr(test, allow(dead_code))]
+mod lockx;
+#[cfg_attr(test, allow(dead_code))]
 mod redisson;
 // The napi registrations are what use the JS-thread engine; a `cargo test`
 // build of the lib has none.
@@ -167,4 +169,47 @@ impl RedisConnection {
 #[napi(catch_unwind)]
 pub fn stop_redisson_renewals(prefix: String) {
     redisson::stop_renewals(&prefix);
+}
+
+/// A new JavaScript environment's id for the lease keeper (one per loaded
+/// module instance: the main thread, each worker).
+#[cfg_attr(test, allow(dead_code))]
+#[napi(catch_unwind)]
+pub fn keeper_env() -> u32 {
+    lockx::new_env()
+}
+
+/// The JavaScript thread of `env` is alive: beats its heart and returns the
+/// locks it has lost since the last call, flat (hold id, reason code, ...).
+#[cfg_attr(test, allow(dead_code))]
+#[napi(catch_unwind)]
+pub fn keeper_poll(env: u32) -> napi::Result<Vec<u32>> {
+    lockx::poll(env).map_err(to_napi)
+}
+
+/// How long the kept lease of `key` (as Redis names it) for `token` is known
+/// to run, in ms; -1 when the keeper does not keep it.
+#[cfg_attr(test, allow(dead_code))]
+#[napi(catch_unwind)]
+pub fn keeper_remaining(endpoint: u32, key: String, token: String) -> napi::Result<f64> {
+    let target = target(endpoint).map_err(to_napi)?;
+    Ok(lockx::remaining(&target, &key, &token))
+}
+
+/// Cancels the acquire registered as `cancel_id` in keeper environment
+/// `env` (its `AbortSignal` fired); nothing if it is over.
+#[cfg_attr(test, allow(dead_code))]
+#[napi(catch_unwind)]
+pub fn lockx_cancel(env: u32, cancel_id: u32) {
+    lockx::cancel(env, cancel_id);
+}
+
+/// Stops keeping the lease of `key` for `token` without touching Redis (the
+/// lock object was garbage-collected while held: the key expires by TTL).
+#[cfg_attr(test, allow(dead_code))]
+#[napi(catch_unwind)]
+pub fn keeper_drop(endpoint: u32, key: String, token: String) -> napi::Result<()> {
+    let target = target(endpoint).map_err(to_napi)?;
+    lockx::drop_kept(&target, &key, &token);
+    Ok(())
 }

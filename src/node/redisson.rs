@@ -14,11 +14,11 @@ use redis::aio::ConnectionLike;
 use super::completer::runtime;
 use super::Target;
 use crate::error::{Error, Result};
+use crate::keeper::{self, Held, Kind};
 use crate::lock::{positive_int, MAX_MS};
 use crate::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
 use crate::timer::Timer;
 use crate::wakeups::Wakeups;
-use crate::watchdog::{self, Held};
 
 /// The operation codes JavaScript passes (lib/redisson/rlock.js).
 const TRY_LOCK: u32 = 0;
@@ -107,7 +107,7 @@ impl Request {
 }
 
 /// `target`'s wake-up source for `adapter`, made on first use.
-fn wakeups(target: &Target, adapter: Adapter) -> Result<Arc<Wakeups>> {
+pub(crate) fn wakeups(target: &Target, adapter: Adapter) -> Result<Arc<Wakeups>> {
     let slot = &target.wakeups[adapter.index()];
     if let Some(w) = slot.get() {
         return Ok(Arc::clone(w));
@@ -118,7 +118,7 @@ fn wakeups(target: &Target, adapter: Adapter) -> Result<Arc<Wakeups>> {
     })))
 }
 
-fn rt() -> Result<&'static tokio::runtime::Handle> {
+pub(crate) fn rt() -> Result<&'static tokio::runtime::Handle> {
     runtime().ok_or_else(|| Error::Internal("could not start the Tokio runtime thread".into()))
 }
 
@@ -157,13 +157,21 @@ where
             )
             .await?;
             if held && watchdog {
-                let h = Held::new(&target.shared, &req.name, &req.field);
-                watchdog::start(rt()?, Arc::clone(&target.shared), h, req.lease_ms);
+                let h = Held::new(&target.shared, &req.name, &req.field, Kind::Redisson);
+                let granted = std::time::Instant::now();
+                keeper::start(
+                    rt()?,
+                    Arc::clone(&target.shared),
+                    h,
+                    req.lease_ms,
+                    granted,
+                    None,
+                );
             }
             Ok(u32::from(held))
         }
         Op::Unlock { latch } => {
-            let paused = watchdog::pause(&target.shared, &req.name, &req.field).await;
+            let paused = keeper::pause_redisson(&target.shared, &req.name, &req.field).await;
             let keys = UnlockKeys {
                 name: &req.name,
                 channel: &req.channel,
@@ -185,7 +193,7 @@ where
         Op::ForceUnlock => {
             let shared = Arc::clone(&target.shared);
             let name = req.name.clone();
-            watchdog::stop_where(|h| h.same_lock(&shared, &name));
+            keeper::stop_where(|h| h.same_lock(&shared, &name));
             let deleted =
                 reentrant::force_unlock(conn, &req.name, &req.channel, req.adapter).await?;
             Ok(u32::from(deleted))
@@ -197,5 +205,5 @@ where
 /// Stops the renewals of every lock whose holder field starts with
 /// `prefix` (`<instance id>:`): `Redisson.quit()`.
 pub(crate) fn stop_renewals(prefix: &str) {
-    watchdog::stop_where(|h| h.field.starts_with(prefix));
+    keeper::stop_where(|h| h.owner.starts_with(prefix));
 }

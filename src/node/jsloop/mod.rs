@@ -266,6 +266,27 @@ pub fn loop_redisson(
     })
 }
 
+/// An operation of the redislock face's options beyond redislock 1.3.0 as
+/// operation `id` on the JS-thread engine (see `lockx::run`).
+#[napi(catch_unwind)]
+pub fn loop_lockx(
+    env: Env,
+    endpoint: u32,
+    id: u32,
+    op: u32,
+    key: String,
+    token: String,
+    nums: Vec<f64>,
+) -> napi::Result<()> {
+    let cancel = super::lockx::cancel_slot(&nums);
+    LoopEngine::run(&env, id, async move {
+        let req = super::lockx::Request::parse(op, key, token, &nums, cancel)?;
+        let target = super::target(endpoint)?;
+        let mut c = LoopConn::connect(endpoint).await?;
+        super::lockx::run(req, target, &mut c, &LoopTimer).await
+    })
+}
+
 fn check(status: sys::napi_status) -> napi::Result<()> {
     if status == sys::Status::napi_ok {
         Ok(())

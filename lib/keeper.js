@@ -1,0 +1,108 @@
+'use strict'
+
+/**
+ * The lease keeper's JavaScript side (the renewals themselves run in Rust,
+ * src/keeper.rs, on the tokio thread).
+ *
+ * While this environment keeps at least one lease, an unref'd interval
+ * calls `keeperPoll` every POLL_MS: that call is the heartbeat that proves
+ * the event loop is alive (a lock whose loop stalls past its
+ * `maxEventLoopLagMs` stops being renewed) and collects the leases lost
+ * since the last call, whose owners are then told (`onLost`). Nothing here
+ * keeps the process alive, and a lock object collected while held stops
+ * being renewed (its key expires by its TTL).
+ */
+
+const native = require('./native')
+
+const POLL_MS = 50
+const REASONS = [undefined, 'expired', 'taken', 'renewal-failed', 'max-hold', 'event-loop-stalled']
+
+let env = null
+let timer = null
+let nextHold = 1
+let nextCancel = 1
+// hold id -> { lock: WeakRef, onLost(reason) }
+const kept = new Map()
+const dropped = new FinalizationRegistry(({ hold, endpoint, key, token }) => {
+  if (!kept.has(hold)) return
+  kept.delete(hold)
+  try { native.keeperDrop(endpoint, key, token) } catch (_) {}
+  idle()
+})
+
+/** This environment's keeper id (made on first use). */
+function envId () {
+  if (env === null) env = native.keeperEnv()
+  return env
+}
+
+/** A fresh hold id, for one acquisition. */
+function holdId () {
+  const id = nextHold
+  nextHold = nextHold >= 0xfffffff0 ? 1 : nextHold + 1
+  return id
+}
+
+/** A fresh id under which an acquire can be cancelled (`cancel`). */
+function cancelId () {
+  const id = nextCancel
+  nextCancel = nextCancel >= 0xfffffff0 ? 1 : nextCancel + 1
+  return id
+}
+
+function cancel (id) {
+  native.lockxCancel(envId(), id)
+}
+
+function poll () {
+  let lost
+  try {
+    lost = native.keeperPoll(envId())
+  } catch (_) {
+    return
+  }
+  for (let i = 0; i + 1 < lost.length; i += 2) {
+    const entry = kept.get(lost[i])
+    if (entry === undefined) continue
+    kept.delete(lost[i])
+    dropped.unregister(entry)
+    try {
+      entry.onLost(REASONS[lost[i + 1]] || 'renewal-failed')
+    } catch (_) {}
+  }
+  idle()
+}
+
+function idle () {
+  if (kept.size === 0 && timer !== null) {
+    clearInterval(timer)
+    timer = null
+  }
+}
+
+/**
+ * Starts watching hold `hold` of `lock` (kept natively since its acquire):
+ * `onLost(reason)` runs once if the keeper reports it lost.
+ */
+function watch (hold, lock, where, onLost) {
+  const entry = { onLost }
+  kept.set(hold, entry)
+  dropped.register(lock, { hold, ...where }, entry)
+  if (timer === null) {
+    native.keeperPoll(envId())
+    timer = setInterval(poll, POLL_MS)
+    timer.unref()
+  }
+}
+
+/** Stops watching `hold` (released, extended into a loss, or reported). */
+function unwatch (hold) {
+  const entry = kept.get(hold)
+  if (entry === undefined) return
+  kept.delete(hold)
+  dropped.unregister(entry)
+  idle()
+}
+
+module.exports = { envId, holdId, cancelId, cancel, watch, unwatch, REASONS }

@@ -1,0 +1,373 @@
+//! The lease keeper: renews the leases of held locks from the tokio thread,
+//! so a lock survives a JavaScript event loop that is blocked for longer
+//! than its lease — the Redisson face's watchdog, and the redislock face's
+//! `autoExtend`.
+//!
+//! One renewal task per held lock (server, key, owner), every `lease / 3`
+//! on tokio's monotonic clock. Renewals of many locks that fall due together
+//! go out in one write on the server's shared connection (the connection
+//! batches what is queued at once). Releasing first [`pause`]s the task and
+//! waits for a renewal in flight, so no renewal command is ever sent after
+//! the release. Nothing here keeps Node alive.
+//!
+//! A lock kept with a [`Watch`] is also bounded: renewal stops when the
+//! JavaScript thread has not shown it is alive ([`Liveness::beat`]) within
+//! `max_lag`, or when the hold has lasted `max_hold`; and every end that is
+//! not a release — those two, the key gone or carrying another owner, Redis
+//! not confirming a renewal before the lease ran out — is reported as a
+//! [`Lost`] for JavaScript to collect ([`Liveness::drain`]). The key is
+//! never deleted here: a lock that is not renewed expires by its TTL.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use redis::aio::ConnectionLike;
+use tokio::runtime::Handle;
+use tokio::sync::OwnedMutexGuard;
+
+use crate::connection::SharedConnection;
+use crate::error::Result;
+use crate::reentrant::{self, Unlocked};
+use crate::scripts::RENEW_OR_WHY_SCRIPT;
+
+/// How a lock's lease is renewed.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Kind {
+    /// A Redisson lock hash; the owner is the holder field.
+    Redisson,
+    /// A redislock key; the owner is the token it holds.
+    Token,
+}
+
+/// A lock on one server: (server, lock key, owner, kind).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Held {
+    server: usize,
+    pub name: String,
+    pub owner: String,
+    kind: Kind,
+}
+
+impl Held {
+    pub fn new(server: &Arc<SharedConnection>, name: &str, owner: &str, kind: Kind) -> Held {
+        Held {
+            server: Arc::as_ptr(server) as usize,
+            name: name.to_string(),
+            owner: owner.to_string(),
+            kind,
+        }
+    }
+
+    /// Whether this is `name` on the same server as `other`.
+    pub fn same_lock(&self, server: &Arc<SharedConnection>, name: &str) -> bool {
+        self.server == Arc::as_ptr(server) as usize && self.name == name
+    }
+}
+
+/// Why a kept lock was lost (the codes JavaScript maps to
+/// `LockLostError.reason`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Lost {
+    /// The key is gone.
+    Expired = 1,
+    /// The key carries another owner.
+    Taken = 2,
+    /// Redis did not confirm a renewal before the lease ran out.
+    RenewalFailed = 3,
+    /// The hold lasted `max_hold`.
+    MaxHold = 4,
+    /// The JavaScript thread did not beat within `max_lag`.
+    EventLoopStalled = 5,
+}
+
+static BASE: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// `t` in milliseconds on a process-wide monotonic clock (an instant before
+/// the clock's start reads as its start: early, so on the safe side).
+fn at_ms(t: Instant) -> u64 {
+    t.saturating_duration_since(*BASE).as_millis() as u64
+}
+
+fn now_ms() -> u64 {
+    at_ms(Instant::now())
+}
+
+/// One JavaScript environment's heartbeat and its inbox of lost locks.
+#[derive(Default)]
+pub struct Liveness {
+    last_beat: AtomicU64,
+    lost: Mutex<Vec<(u32, Lost)>>,
+}
+
+impl Liveness {
+    pub fn new() -> Arc<Liveness> {
+        let l = Liveness::default();
+        l.beat();
+        Arc::new(l)
+    }
+
+    /// The JavaScript thread is alive now.
+    pub fn beat(&self) {
+        self.last_beat.store(now_ms(), Ordering::Release);
+    }
+
+    /// The losses reported since the last call, as (hold id, why).
+    pub fn drain(&self) -> Vec<(u32, Lost)> {
+        std::mem::take(&mut *locked(&self.lost))
+    }
+
+    fn report(&self, hold: u32, why: Lost) {
+        locked(&self.lost).push((hold, why));
+    }
+
+    fn lag(&self) -> Duration {
+        Duration::from_millis(now_ms().saturating_sub(self.last_beat.load(Ordering::Acquire)))
+    }
+}
+
+/// The bounds of a lock kept for JavaScript, and where to report its loss.
+pub struct Watch {
+    pub liveness: Arc<Liveness>,
+    /// JavaScript's name for this hold, given back with its loss.
+    pub hold: u32,
+    pub max_lag: Duration,
+    pub max_hold: Option<Duration>,
+}
+
+struct Entry {
+    /// Held while a renewal is in flight, and by a release under way.
+    gate: Arc<tokio::sync::Mutex<()>>,
+    stopped: Arc<AtomicBool>,
+    /// The lease renewals set, in ms (an `extend` changes it).
+    lease_ms: Arc<AtomicU64>,
+    /// Until when (`now_ms` clock) the lease is known to run: the send time
+    /// of the last confirmed renewal plus the lease.
+    confirmed_until: Arc<AtomicU64>,
+}
+
+static RUNNING: LazyLock<Mutex<HashMap<Held, Entry>>> = LazyLock::new(Mutex::default);
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Poisoning only means a panic elsewhere; the data stays consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn running() -> std::sync::MutexGuard<'static, HashMap<Held, Entry>> {
+    locked(&RUNNING)
+}
+
+/// Keeps `held`'s lease at `lease_ms`, renewing every `lease_ms / 3` until
+/// stopped. `granted` is when the grant's command was sent (the lease runs
+/// from no earlier). A second start for a lock already kept does nothing.
+pub fn start(
+    rt: &Handle,
+    conn: Arc<SharedConnection>,
+    held: Held,
+    lease_ms: u64,
+    granted: Instant,
+    watch: Option<Watch>,
+) {
+    let (gate, stopped, lease, confirmed) = {
+        let mut map = running();
+        if map.contains_key(&held) {
+            return;
+        }
+        let entry = Entry {
+            gate: Arc::new(tokio::sync::Mutex::new(())),
+            stopped: Arc::new(AtomicBool::new(false)),
+            lease_ms: Arc::new(AtomicU64::new(lease_ms)),
+            confirmed_until: Arc::new(AtomicU64::new(at_ms(granted) + lease_ms)),
+        };
+        let parts = (
+            Arc::clone(&entry.gate),
+            Arc::clone(&entry.stopped),
+            Arc::clone(&entry.lease_ms),
+            Arc::clone(&entry.confirmed_until),
+        );
+        map.insert(held.clone(), entry);
+        parts
+    };
+    if let Some(w) = &watch {
+        // The acquire that got here was JavaScript's own call.
+        w.liveness.beat();
+    }
+    rt.spawn(async move {
+        let lose = |why: Lost| {
+            stopped.store(true, Ordering::Release);
+            forget(&held, &stopped);
+            if let Some(w) = &watch {
+                w.liveness.report(w.hold, why);
+            }
+        };
+        loop {
+            let every = Duration::from_millis((lease.load(Ordering::Acquire) / 3).max(1));
+            tokio::time::sleep(every).await;
+            let _renewing = gate.lock().await;
+            if stopped.load(Ordering::Acquire) {
+                return;
+            }
+            if let Some(w) = &watch {
+                if w.max_hold.is_some_and(|max| granted.elapsed() >= max) {
+                    return lose(Lost::MaxHold);
+                }
+                if w.liveness.lag() > w.max_lag {
+                    return lose(Lost::EventLoopStalled);
+                }
+            }
+            let lease_ms = lease.load(Ordering::Acquire);
+            let sent = now_ms();
+            let renewed = match conn.get().await {
+                Ok(mut c) => renew(&mut c, &held, lease_ms).await,
+                Err(e) => Err(e),
+            };
+            match renewed {
+                Ok(None) => {
+                    confirmed.store(sent + lease_ms, Ordering::Release);
+                }
+                Ok(Some(why)) => return lose(why),
+                // Redis slow or away: try again at the next tick while the
+                // lease may still run; past it, the lock cannot be vouched for.
+                Err(_) => {
+                    if now_ms() >= confirmed.load(Ordering::Acquire) {
+                        return lose(Lost::RenewalFailed);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// One renewal: `None` when renewed, else why the lock is not ours.
+async fn renew<C: ConnectionLike>(
+    conn: &mut C,
+    held: &Held,
+    lease_ms: u64,
+) -> Result<Option<Lost>> {
+    match held.kind {
+        Kind::Redisson => {
+            if reentrant::renew(conn, &held.name, &held.owner, lease_ms).await? {
+                return Ok(None);
+            }
+            let exists: bool = redis::cmd("EXISTS")
+                .arg(&held.name)
+                .query_async(conn)
+                .await?;
+            Ok(Some(if exists { Lost::Taken } else { Lost::Expired }))
+        }
+        Kind::Token => {
+            let size = (3, held.name.len() + held.owner.len() + 24);
+            let n: i64 = RENEW_OR_WHY_SCRIPT
+                .eval(conn, size, |cmd| {
+                    cmd.arg(1).arg(&held.name).arg(&held.owner).arg(lease_ms);
+                })
+                .await?;
+            Ok(match n {
+                1 => None,
+                0 => Some(Lost::Expired),
+                _ => Some(Lost::Taken),
+            })
+        }
+    }
+}
+
+fn forget(held: &Held, stopped: &Arc<AtomicBool>) {
+    let mut map = running();
+    if map
+        .get(held)
+        .is_some_and(|e| Arc::ptr_eq(&e.stopped, stopped))
+    {
+        map.remove(held);
+    }
+}
+
+/// How long `held`'s lease is known to run from now, by the last confirmed
+/// renewal (or the grant); `None` when it is not kept.
+pub fn remaining(held: &Held) -> Option<Duration> {
+    let until = running().get(held)?.confirmed_until.load(Ordering::Acquire);
+    Some(Duration::from_millis(until.saturating_sub(now_ms())))
+}
+
+/// A release (or extend) in progress on a kept lock: renewals wait until it
+/// is over.
+pub struct Paused {
+    held: Held,
+    stopped: Arc<AtomicBool>,
+    lease_ms: Arc<AtomicU64>,
+    confirmed_until: Arc<AtomicU64>,
+    _gate: OwnedMutexGuard<()>,
+}
+
+/// Pauses the renewals of `held` (waiting for one in flight) while a
+/// release runs; `None` when it is not kept.
+pub async fn pause(held: &Held) -> Option<Paused> {
+    let (gate, stopped, lease_ms, confirmed_until) = {
+        let map = running();
+        let e = map.get(held)?;
+        (
+            Arc::clone(&e.gate),
+            Arc::clone(&e.stopped),
+            Arc::clone(&e.lease_ms),
+            Arc::clone(&e.confirmed_until),
+        )
+    };
+    let guard = gate.lock_owned().await;
+    Some(Paused {
+        held: held.clone(),
+        stopped,
+        lease_ms,
+        confirmed_until,
+        _gate: guard,
+    })
+}
+
+/// [`pause`] for a Redisson lock, skipping the key's construction when
+/// nothing is kept at all (only fixed leases so far).
+pub async fn pause_redisson(
+    server: &Arc<SharedConnection>,
+    name: &str,
+    field: &str,
+) -> Option<Paused> {
+    if running().is_empty() {
+        return None;
+    }
+    pause(&Held::new(server, name, field, Kind::Redisson)).await
+}
+
+impl Paused {
+    /// A Redisson unlock's outcome: a lock still held keeps its renewals;
+    /// one released or not ours any more has none again.
+    pub fn finish(self, outcome: Option<Unlocked>) {
+        if matches!(outcome, Some(Unlocked::Released | Unlocked::NotHeld)) {
+            self.stop();
+        }
+    }
+
+    /// No more renewals (a release, or an extend that found the lock gone).
+    pub fn stop(self) {
+        self.stopped.store(true, Ordering::Release);
+        forget(&self.held, &self.stopped);
+    }
+
+    /// An extend to `ms` that was confirmed at `sent`: renewals keep that
+    /// lease from now on.
+    pub fn extended(self, ms: u64, sent: Instant) {
+        self.lease_ms.store(ms, Ordering::Release);
+        self.confirmed_until
+            .store(at_ms(sent) + ms, Ordering::Release);
+    }
+}
+
+/// Stops every renewal matching `which` (a force-unlock, a `quit`).
+pub fn stop_where(which: impl Fn(&Held) -> bool) {
+    let mut map = running();
+    map.retain(|held, e| {
+        if which(held) {
+            e.stopped.store(true, Ordering::Release);
+            false
+        } else {
+            true
+        }
+    });
+}

@@ -1,0 +1,318 @@
+//! The redislock face's options beyond redislock 1.3.0 (`autoExtend`,
+//! `fencing`, `wakeOnRelease`, `inspect`), as both engines run them: one
+//! [`Request`] from JavaScript's arguments, one [`run`] over whatever
+//! connection and timer the engine has. Locks created without these options
+//! never come here: their traffic stays redislock's, byte for byte.
+//!
+//! Also the lease keeper's JavaScript side: each JavaScript environment has
+//! a [`Liveness`] (its heartbeat, and the losses it has yet to collect).
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use redis::aio::ConnectionLike;
+
+use super::done::Reply;
+use super::redisson::{rt, wakeups};
+use super::Target;
+use crate::cancel::Cancel;
+use crate::error::{Error, Result};
+use crate::keeper::{self, Held, Kind, Liveness, Watch};
+use crate::keys::companion;
+use crate::lock::{self, AcquireOptions, Grant};
+use crate::reentrant::Adapter;
+use crate::timer::Timer;
+
+/// The operation codes JavaScript passes (lib/lock.js).
+const ACQUIRE: u32 = 0;
+const RELEASE: u32 = 1;
+const EXTEND: u32 = 2;
+const INSPECT: u32 = 3;
+
+/// Option bits.
+const FENCING: u32 = 1;
+const WAKE: u32 = 2;
+const KEEP: u32 = 4;
+
+/// Helper names, in the lock key's hash slot (see keys.rs).
+const FENCING_SUFFIX: &str = "redislock-rs:fencing";
+const RELEASED_SUFFIX: &str = "redislock-rs:released";
+
+pub(crate) struct Request {
+    op: u32,
+    key: String,
+    token: String,
+    /// ACQUIRE: ttl, retries, delay; EXTEND: ms.
+    nums: [f64; 3],
+    flags: u32,
+    /// The lease keeper's bounds (KEEP): JavaScript's hold id, its
+    /// environment, the most event-loop lag and the longest hold (0: none).
+    hold: u32,
+    env: u32,
+    max_lag_ms: u64,
+    max_hold_ms: u64,
+    cancel: Option<CancelSlot>,
+}
+
+fn whole_ms(x: f64, what: &str) -> Result<u64> {
+    if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= lock::MAX_MS as f64 {
+        Ok(x as u64)
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "Invalid {what} {x}: expected a non-negative integer number of milliseconds"
+        )))
+    }
+}
+
+impl Request {
+    /// From JavaScript's arguments: `nums` is `[a, b, c, flags, hold, env,
+    /// maxLagMs, maxHoldMs, cancelId]`, where `a, b, c` are the operation's
+    /// numbers; `cancel` is the slot [`cancel_slot`] made for it.
+    pub(crate) fn parse(
+        op: u32,
+        key: String,
+        token: String,
+        nums: &[f64],
+        cancel: Option<CancelSlot>,
+    ) -> Result<Request> {
+        if nums.len() != NUMS {
+            return Err(Error::InvalidArgument(format!(
+                "expected {NUMS} numbers, got {}",
+                nums.len()
+            )));
+        }
+        let int = |x: f64| (x.is_finite() && x >= 0.0 && x <= u32::MAX as f64).then_some(x as u32);
+        let bad = || Error::InvalidArgument("invalid lock operation arguments".into());
+        Ok(Request {
+            op,
+            key,
+            token,
+            nums: [nums[0], nums[1], nums[2]],
+            flags: int(nums[3]).ok_or_else(bad)?,
+            hold: int(nums[4]).ok_or_else(bad)?,
+            env: int(nums[5]).ok_or_else(bad)?,
+            max_lag_ms: whole_ms(nums[6], "maxEventLoopLagMs")?,
+            max_hold_ms: whole_ms(nums[7], "maxHoldMs")?,
+            cancel,
+        })
+    }
+
+    fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    fn held(&self, target: &Target) -> Held {
+        Held::new(&target.shared, &self.key, &self.token, Kind::Token)
+    }
+}
+
+/// Runs `req` against `target` over `conn`.
+///
+/// Replies: ACQUIRE `No` (held by another) or `With("<fencing>:<age µs>")`
+/// (fencing token or empty; how long ago the winning attempt was sent);
+/// RELEASE `Yes`/`No` (deleted / not ours); EXTEND `No` or `With("<age µs>")`;
+/// INSPECT `With("<pttl>\n<fencing>\n<owner>")` (pttl as Redis gives it,
+/// fencing empty when there is no counter, owner the rest).
+pub(crate) async fn run<C: ConnectionLike>(
+    req: Request,
+    target: Arc<Target>,
+    conn: &mut C,
+    timer: &dyn Timer,
+) -> Result<Reply> {
+    match req.op {
+        ACQUIRE => {
+            let opts = AcquireOptions::from_numbers(req.nums[0], req.nums[1], req.nums[2])?;
+            let counter = match req.has(FENCING) {
+                true => Some(companion(&req.key, FENCING_SUFFIX, "fencing counter")?),
+                false => None,
+            };
+            let channel = match req.has(WAKE) {
+                true => Some(companion(&req.key, RELEASED_SUFFIX, "release channel")?),
+                false => None,
+            };
+            let subscriber = match &channel {
+                Some(_) if !matches!(opts.retries, lock::Retries::Count(0)) => {
+                    Some(wakeups(&target, Adapter::PubSub)?)
+                }
+                _ => None,
+            };
+            let grant = Grant {
+                fencing: counter.as_deref(),
+                wake: subscriber.as_ref().zip(channel.as_deref()),
+                cancel: req.cancel.as_ref().map(|c| &*c.cancel),
+            };
+            let token = &req.token;
+            let Some(granted) =
+                lock::acquire_with(conn, timer, &req.key, token, &opts, grant).await?
+            else {
+                return Ok(Reply::No);
+            };
+            if req.has(KEEP) {
+                let watch = Watch {
+                    liveness: liveness(req.env)?,
+                    hold: req.hold,
+                    max_lag: Duration::from_millis(req.max_lag_ms),
+                    max_hold: (req.max_hold_ms > 0).then(|| Duration::from_millis(req.max_hold_ms)),
+                };
+                let shared = Arc::clone(&target.shared);
+                let held = req.held(&target);
+                keeper::start(rt()?, shared, held, opts.ttl_ms, granted.sent, Some(watch));
+            }
+            let fencing = granted.fencing.map(|n| n.to_string()).unwrap_or_default();
+            Ok(Reply::With(format!("{fencing}:{}", age_us(granted.sent))))
+        }
+        RELEASE => {
+            let paused = match req.has(KEEP) {
+                true => keeper::pause(&req.held(&target)).await,
+                false => None,
+            };
+            let released = match req.has(WAKE) {
+                true => {
+                    let channel = companion(&req.key, RELEASED_SUFFIX, "release channel")?;
+                    lock::release_announced(conn, &req.key, &req.token, &channel).await
+                }
+                false => lock::release(conn, &req.key, &req.token).await,
+            };
+            // Released, not ours, or unknown: no renewal either way.
+            if let Some(p) = paused {
+                p.stop();
+            }
+            Ok(if released? { Reply::Yes } else { Reply::No })
+        }
+        EXTEND => {
+            let ms = lock::extension_from_number(req.nums[0])?;
+            let paused = match req.has(KEEP) {
+                true => keeper::pause(&req.held(&target)).await,
+                false => None,
+            };
+            let sent = Instant::now();
+            let extended = lock::extend(conn, &req.key, &req.token, ms).await;
+            match (paused, &extended) {
+                (Some(p), Ok(true)) => p.extended(ms, sent),
+                (Some(p), Ok(false)) => p.stop(),
+                _ => {}
+            }
+            Ok(match extended? {
+                true => Reply::With(age_us(sent).to_string()),
+                false => Reply::No,
+            })
+        }
+        INSPECT => {
+            let counter = companion(&req.key, FENCING_SUFFIX, "fencing counter").ok();
+            let mut pipe = redis::pipe();
+            pipe.cmd("PTTL").arg(&req.key).cmd("GET").arg(&req.key);
+            if let Some(c) = &counter {
+                pipe.cmd("GET").arg(c);
+            }
+            let (pttl, owner, fencing): (i64, Option<String>, Option<String>) = match counter {
+                Some(_) => pipe.query_async(conn).await?,
+                None => {
+                    let (p, o): (i64, Option<String>) = pipe.query_async(conn).await?;
+                    (p, o, None)
+                }
+            };
+            let owner = owner.unwrap_or_default();
+            let fencing = fencing.unwrap_or_default();
+            Ok(Reply::With(format!("{pttl}\n{fencing}\n{owner}")))
+        }
+        other => Err(Error::InvalidArgument(format!(
+            "unknown lock operation {other}"
+        ))),
+    }
+}
+
+fn age_us(t: Instant) -> u64 {
+    t.elapsed().as_micros() as u64
+}
+
+/// How many numbers an operation takes (see [`Request::parse`]).
+const NUMS: usize = 9;
+
+/// The acquires that can be cancelled now, by (environment, cancel id).
+type Cancels = HashMap<(u32, u32), Arc<Cancel>>;
+static CANCELS: LazyLock<Mutex<Cancels>> = LazyLock::new(Mutex::default);
+
+/// An acquire's registration for [`cancel`]; unregistered when dropped
+/// (the operation is over).
+pub(crate) struct CancelSlot {
+    key: (u32, u32),
+    cancel: Arc<Cancel>,
+}
+
+impl Drop for CancelSlot {
+    fn drop(&mut self) {
+        let mut map = CANCELS.lock().unwrap_or_else(|p| p.into_inner());
+        if map
+            .get(&self.key)
+            .is_some_and(|c| Arc::ptr_eq(c, &self.cancel))
+        {
+            map.remove(&self.key);
+        }
+    }
+}
+
+/// Registers the operation's cancel id (`nums[8]`, 0: none), before it is
+/// started, so that a [`cancel`] right after the call is never lost.
+pub(crate) fn cancel_slot(nums: &[f64]) -> Option<CancelSlot> {
+    let (env, id) = (*nums.get(5)?, *nums.get(8)?);
+    if !(id >= 1.0 && id <= u32::MAX as f64 && env >= 0.0 && env <= u32::MAX as f64) {
+        return None;
+    }
+    let key = (env as u32, id as u32);
+    let cancel = Arc::new(Cancel::default());
+    let mut map = CANCELS.lock().unwrap_or_else(|p| p.into_inner());
+    map.insert(key, Arc::clone(&cancel));
+    Some(CancelSlot { key, cancel })
+}
+
+/// Cancels the acquire registered as `id` in `env`, if it is still running.
+pub(crate) fn cancel(env: u32, id: u32) {
+    let found = {
+        let map = CANCELS.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&(env, id)).cloned()
+    };
+    if let Some(c) = found {
+        c.cancel();
+    }
+}
+
+/// Every JavaScript environment's [`Liveness`], by the id JavaScript holds.
+static ENVS: LazyLock<Mutex<Vec<Arc<Liveness>>>> = LazyLock::new(Mutex::default);
+
+fn liveness(env: u32) -> Result<Arc<Liveness>> {
+    let envs = ENVS.lock().unwrap_or_else(|p| p.into_inner());
+    envs.get(env as usize)
+        .cloned()
+        .ok_or_else(|| Error::InvalidArgument(format!("unknown keeper environment {env}")))
+}
+
+/// A new environment's id.
+pub(crate) fn new_env() -> u32 {
+    let mut envs = ENVS.lock().unwrap_or_else(|p| p.into_inner());
+    envs.push(Liveness::new());
+    (envs.len() - 1) as u32
+}
+
+/// Beats `env`'s heart and collects its losses, flat: hold, reason, ...
+pub(crate) fn poll(env: u32) -> Result<Vec<u32>> {
+    let l = liveness(env)?;
+    l.beat();
+    Ok(l.drain()
+        .into_iter()
+        .flat_map(|(hold, why)| [hold, why as u32])
+        .collect())
+}
+
+/// How long the kept lease of `key` for `token` is known to run, in ms
+/// (-1 when it is not kept).
+pub(crate) fn remaining(target: &Target, key: &str, token: &str) -> f64 {
+    let held = Held::new(&target.shared, key, token, Kind::Token);
+    keeper::remaining(&held).map_or(-1.0, |d| d.as_millis() as f64)
+}
+
+/// Stops keeping `key` for `token`, sending nothing.
+pub(crate) fn drop_kept(target: &Target, key: &str, token: &str) {
+    let held = Held::new(&target.shared, key, token, Kind::Token);
+    keeper::stop_where(|h| *h == held);
+}
