@@ -22,6 +22,11 @@ export declare class Completer {
   release(endpoint: number, id: number, key: string, token: string): void
   /** `extend` as operation `id` (see `lock::extend`): `false` when not ours. */
   extend(endpoint: number, id: number, key: string, token: string, ms: number): void
+  /**
+   * An operation of the redislock face's options beyond redislock 1.3.0
+   * as operation `id` (see `lockx::run`).
+   */
+  lockx(endpoint: number, id: number, op: number, key: string, token: string, nums: Array<number>): void
   /** A Redisson face operation as operation `id` (see `redisson::run`). */
   redisson(endpoint: number, id: number, op: number, name: string, channel: string, field: string, aux: string, lease: number, wait: number, watchdog: boolean, adapter: string): void
 }
@@ -75,6 +80,36 @@ export interface ConnectOptions {
 }
 
 /**
+ * Stops keeping the lease of `key` for `token` without touching Redis (the
+ * lock object was garbage-collected while held: the key expires by TTL).
+ */
+export declare function keeperDrop(endpoint: number, key: string, token: string): void
+
+/**
+ * A new JavaScript environment's id for the lease keeper (one per loaded
+ * module instance: the main thread, each worker).
+ */
+export declare function keeperEnv(): number
+
+/**
+ * The JavaScript thread of `env` is alive: beats its heart and returns the
+ * locks it has lost since the last call, flat (hold id, reason code, ...).
+ */
+export declare function keeperPoll(env: number): Array<number>
+
+/**
+ * How long the kept lease of `key` (as Redis names it) for `token` is known
+ * to run, in ms; -1 when the keeper does not keep it.
+ */
+export declare function keeperRemaining(endpoint: number, key: string, token: string): number
+
+/**
+ * Cancels the acquire registered as `cancel_id` in keeper environment
+ * `env` (its `AbortSignal` fired); nothing if it is over.
+ */
+export declare function lockxCancel(env: number, cancelId: number): void
+
+/**
  * `acquire` as operation `id` on the JS-thread engine (see
  * `lock::acquire`): `true` when held.
  */
@@ -85,6 +120,12 @@ export declare function loopAcquire(endpoint: number, id: number, key: string, t
  * `false` when not ours.
  */
 export declare function loopExtend(endpoint: number, id: number, key: string, token: string, ms: number): void
+
+/**
+ * An operation of the redislock face's options beyond redislock 1.3.0 as
+ * operation `id` on the JS-thread engine (see `lockx::run`).
+ */
+export declare function loopLockx(endpoint: number, id: number, op: number, key: string, token: string, nums: Array<number>): void
 
 /**
  * A Redisson face operation as operation `id` on the JS-thread engine
