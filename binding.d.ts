@@ -28,7 +28,7 @@ export declare class Completer {
    */
   lockx(endpoint: number, id: number, op: number, key: string, token: string, nums: Array<number>): void
   /** A Redisson face operation as operation `id` (see `redisson::run`). */
-  redisson(endpoint: number, id: number, op: number, name: string, channel: string, field: string, aux: string, lease: number, wait: number, watchdog: boolean, adapter: string): void
+  redisson(endpoint: number, id: number, op: number, name: string, channel: string, field: string, aux: string, lease: number, wait: number, watch: Array<number>, adapter: string): void
 }
 
 /**
@@ -131,7 +131,7 @@ export declare function loopLockx(endpoint: number, id: number, op: number, key:
  * A Redisson face operation as operation `id` on the JS-thread engine
  * (see `redisson::run`).
  */
-export declare function loopRedisson(endpoint: number, id: number, op: number, name: string, channel: string, field: string, aux: string, lease: number, wait: number, watchdog: boolean, adapter: string): void
+export declare function loopRedisson(endpoint: number, id: number, op: number, name: string, channel: string, field: string, aux: string, lease: number, wait: number, watch: Array<number>, adapter: string): void
 
 /**
  * `release` as operation `id` on the JS-thread engine (see

@@ -34,6 +34,12 @@ export interface IRLock {
   unlock (): Promise<void>
   forceUnlock (): Promise<boolean>
   isLocked (): Promise<boolean>
+  /**
+   * Beyond node-redisson: aborted with a `LockLostError` when this object's
+   * current (or last) hold is lost, never by a clean unlock; `null` before
+   * the first hold.
+   */
+  readonly signal: AbortSignal | null
 }
 
 /** ioredis connection options (the subset redislock-rs reads). */

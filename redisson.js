@@ -12,7 +12,7 @@ const { targetFor } = require('./lib/targets')
 const { stopRedissonRenewals } = require('./lib/native')
 const { RedissonLockError } = require('./lib/errors')
 const { TimeUnit } = require('./lib/redisson/timeunit')
-const { RLock } = require('./lib/redisson/rlock')
+const { RLock, forgetInstance } = require('./lib/redisson/rlock')
 
 const DEFAULT_WATCHDOG_MS = 30000
 
@@ -89,6 +89,7 @@ class Redisson {
     if (this._closed) return
     this._closed = true
     stopRedissonRenewals(`${this._id}:`)
+    forgetInstance(this._id)
   }
 }
 

@@ -250,6 +250,41 @@ test('watchdog: a lock without lease survives a blocked event loop, and no renew
   await byNumber.unlock()
 })
 
+test('beyond node-redisson: a watchdog lock\'s signal aborts when the lock is lost, never on a clean unlock', async () => {
+  const rs = make(RS, { lockWatchdogTimeout: 600n })
+  const reasonOf = (signal) => new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason)))
+  const gone = rs.getLock(fresh('signal-gone'))
+  assert.equal(gone.signal, null)
+  await gone.lock()
+  const goneLost = reasonOf(gone.signal)
+  await redis.check.del(gone.name)
+  const why = await goneLost
+  assert.ok(why instanceof Error && why.name === 'LockLostError', String(why))
+  assert.equal(why.reason, 'expired')
+  await assert.rejects(gone.unlock(), RS.RedissonLockError)
+  assert.equal(await redis.check.exists(gone.name), 0, 'no renewal brought it back')
+
+  const taken = rs.getLock(fresh('signal-taken'))
+  await taken.lock()
+  const takenLost = reasonOf(taken.signal)
+  await redis.check.del(taken.name)
+  await redis.check.hset(taken.name, 'someone:else', '1')
+  assert.equal((await takenLost).reason, 'taken')
+  assert.deepEqual(await redis.check.hgetall(taken.name), { 'someone:else': '1' }, "another owner's hash untouched")
+
+  const clean = rs.getLock(fresh('signal-clean'))
+  await clean.lock()
+  await clean.lock()
+  const signal = clean.signal
+  await clean.unlock()
+  await clean.unlock()
+  await sleep(500)
+  assert.equal(signal.aborted, false)
+  await clean.lock()
+  assert.notEqual(clean.signal, signal, 'a fresh signal per hold')
+  await clean.unlock()
+})
+
 test('16 waiters on one lock: each release hands over, one giving up strands nobody', async () => {
   const rs = make(RS)
   const name = fresh('waiters')

@@ -54,6 +54,11 @@ test('usage fixtures (CommonJS and ESM) compile under --strict, and every @ts-ex
     .map((f) => fs.readFileSync(path.join(dir, f), 'utf8').match(/@ts-expect-error/g).length)
   assert.ok(expectErrors[0] >= 14, `usage.ts has ${expectErrors[0]} @ts-expect-error lines`)
   assert.ok(expectErrors[1] >= 1)
+  const beyond = fs.readFileSync(path.join(dir, 'usage-beyond.ts'), 'utf8')
+  assert.ok(beyond.match(/@ts-expect-error/g).length >= 6)
+  for (const use of ['await using lock', 'using(', 'inspect(', 'tryAcquire(', '{ signal: ac.signal }', 'fencingToken', 'remainingMs()']) {
+    assert.ok(beyond.includes(use), `usage-beyond.ts exercises ${use}`)
+  }
   const usage = fs.readFileSync(path.join(dir, 'usage.ts'), 'utf8')
   for (const call of ["acquire('app:job')", "acquire('app:job', (err)", 'release()', 'release(cb)', 'extend(5000)',
     'extend(1000, (err2', 'setDefaults(null)', 'getAcquiredLocks()', 'createLock(ioredis)', 'createLock(nodeRedis',

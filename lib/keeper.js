@@ -83,12 +83,17 @@ function idle () {
 
 /**
  * Starts watching hold `hold` of `lock` (kept natively since its acquire):
- * `onLost(reason)` runs once if the keeper reports it lost.
+ * `onLost(reason)` runs once if the keeper reports it lost. `where`
+ * ({ endpoint, key, token }) lets a lock object collected while held stop
+ * its renewals; null when the hold outlives the object (Redisson's, which
+ * belong to the client id).
  */
 function watch (hold, lock, where, onLost) {
+  const previous = kept.get(hold)
+  if (previous !== undefined) dropped.unregister(previous)
   const entry = { onLost }
   kept.set(hold, entry)
-  dropped.register(lock, { hold, ...where }, entry)
+  if (where !== null) dropped.register(lock, { hold, ...where }, entry)
   if (timer === null) {
     native.keeperPoll(envId())
     timer = setInterval(poll, POLL_MS)

@@ -20,7 +20,8 @@ async function use (): Promise<void> {
   const locked: boolean = await lock.isLocked()
   const ms: bigint = TimeUnit.now() + TimeUnit.HOURS.toMillis(1)
   const id: string = lock.clientId
-  void [got, forced, locked, ms, id]
+  const lost: AbortSignal | null = lock.signal
+  void [got, forced, locked, ms, id, lost]
   try {
     await fromClient.getLock('x').unlock()
   } catch (err) {

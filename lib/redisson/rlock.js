@@ -10,7 +10,8 @@
 
 const { randomUUID } = require('crypto')
 const { start } = require('../operations')
-const { RedissonLockError, nativeMessage } = require('../errors')
+const keeper = require('../keeper')
+const { RedissonLockError, nativeMessage, lockLost } = require('../errors')
 const { TimeUnit } = require('./timeunit')
 
 // Operation codes (src/node/redisson.rs).
@@ -22,6 +23,8 @@ const IS_LOCKED = 3
 const RELEASED = 3
 
 const MAX_MS = BigInt(Number.MAX_SAFE_INTEGER)
+// A fixed lease: no watchdog (else [env, hold id, max event-loop lag ms]).
+const NO_WATCH = []
 
 /** node-redisson's `prefixName`: braces unless the name starts with one. */
 function prefixName (prefix, name) {
@@ -61,20 +64,73 @@ function leaseOf (leaseTime, unit) {
   return ms === 0 ? null : ms
 }
 
-function settleTryLock (lock, lease, outcome, err, resolve, reject) {
+// Watchdog holds by `<endpoint>\n<key>\n<field>`: { id, holds: Set } — the
+// keeper keeps one lease per owner field, whichever RLock objects took it.
+const watched = new Map()
+
+/** One RLock object's hold: its AbortSignal (made on first use), why lost. */
+function newHold () {
+  return { controller: null, lost: null }
+}
+
+function lose (hold, reason, name) {
+  if (hold.lost !== null) return
+  hold.lost = lockLost(reason, name)
+  if (hold.controller !== null) hold.controller.abort(hold.lost)
+}
+
+function settleTryLock (lock, ctx, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
-  // node-redisson: a fixed lease becomes the lease of later unlocks.
-  if (outcome && lease !== null) lock._leaseMs = lease
+  if (outcome) {
+    // node-redisson: a fixed lease becomes the lease of later unlocks.
+    if (ctx.lease !== null) lock._leaseMs = ctx.lease
+    if (lock._count++ === 0) lock._hold = newHold()
+    if (ctx.watch !== null) {
+      const w = ctx.watch
+      if (!watched.has(w.key)) watched.set(w.key, w)
+      w.holds.add(lock._hold)
+      keeper.watch(w.id, lock, null, function (reason) {
+        watched.delete(w.key)
+        for (const h of w.holds) lose(h, reason, lock._name)
+      })
+    }
+  }
   resolve(outcome === 1)
+}
+
+/** This object's holds are over (released, or found not ours). */
+function endHolds (lock, lostReason) {
+  lock._count = 0
+  const w = watched.get(lock._watchKey)
+  if (w !== undefined) {
+    w.holds.delete(lock._hold)
+    if (w.holds.size === 0 || lostReason === null) {
+      watched.delete(lock._watchKey)
+      keeper.unwatch(w.id)
+    }
+  }
+  if (lostReason !== null && lock._hold !== null) lose(lock._hold, lostReason, lock._name)
 }
 
 function settleUnlock (lock, _, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
   if (outcome === 0) {
+    if (lock._count > 0) endHolds(lock, 'expired')
     return reject(new RedissonLockError('attempt to unlock lock, not locked by current client', lock._name, lock._redisson._id, lock._clientId))
   }
-  if (outcome === RELEASED) lock._leaseMs = lock._redisson._watchdogMs
+  if (outcome === RELEASED) {
+    lock._leaseMs = lock._redisson._watchdogMs
+    endHolds(lock, null)
+  } else if (lock._count > 0) {
+    lock._count--
+  }
   resolve()
+}
+
+function settleForce (lock, _, outcome, err, resolve, reject) {
+  if (err) return reject(lock._wrap(err))
+  if (outcome !== 0 && lock._count > 0) endHolds(lock, null)
+  resolve(outcome !== 0)
 }
 
 function settleBool (lock, _, outcome, err, resolve, reject) {
@@ -98,6 +154,27 @@ class RLock {
     this._key = prefix + name
     this._channel = prefix + prefixName('redisson_lock__channel', name)
     this._field = `${redisson._id}:${this._clientId}`
+    this._watchKey = `${redisson._target.endpoint}\n${this._key}\n${this._field}`
+    // Successful locks minus unlocks through this object, and its hold.
+    this._count = 0
+    this._hold = null
+  }
+
+  /**
+   * Beyond node-redisson: an AbortSignal for this object's current (or
+   * last) hold, aborted with a LockLostError when the hold is lost (the
+   * watchdog found the lock gone or another's, could not renew it in time,
+   * or the event loop stalled past max(30 s, 3 × lockWatchdogTimeout); or an
+   * unlock found it not ours), never by a clean unlock; null before the first.
+   */
+  get signal () {
+    const hold = this._hold
+    if (hold === null) return null
+    if (hold.controller === null) {
+      hold.controller = new AbortController()
+      if (hold.lost !== null) hold.controller.abort(hold.lost)
+    }
+    return hold.controller.signal
   }
 
   get name () {
@@ -129,7 +206,13 @@ class RLock {
     } catch (err) {
       return Promise.reject(err)
     }
-    return this._run(settleTryLock, lease, TRY_LOCK, '', lease === null ? this._leaseMs : lease, wait, lease === null)
+    let watch = null
+    let nums = NO_WATCH
+    if (lease === null) {
+      watch = watched.get(this._watchKey) || { key: this._watchKey, id: keeper.holdId(), holds: new Set() }
+      nums = [keeper.envId(), watch.id, Math.max(30000, 3 * this._redisson._watchdogMs)]
+    }
+    return this._run(settleTryLock, { lease, watch }, TRY_LOCK, '', lease === null ? this._leaseMs : lease, wait, nums)
   }
 
   /** Takes the lock, waiting as long as it takes. */
@@ -143,20 +226,20 @@ class RLock {
    */
   unlock () {
     const latch = this._redisson._target.prefix + `${prefixName('redisson_unlock_latch', this._name)}:${randomUUID()}`
-    return this._run(settleUnlock, null, UNLOCK, latch, this._leaseMs, 0, false)
+    return this._run(settleUnlock, null, UNLOCK, latch, this._leaseMs, 0, NO_WATCH)
   }
 
   /** Deletes the lock whoever holds it; `true` when there was one. */
   forceUnlock () {
-    return this._run(settleBool, null, FORCE_UNLOCK, '', 0, 0, false)
+    return this._run(settleForce, null, FORCE_UNLOCK, '', 0, 0, NO_WATCH)
   }
 
   /** Whether anyone holds the lock. */
   isLocked () {
-    return this._run(settleBool, null, IS_LOCKED, '', 0, 0, false)
+    return this._run(settleBool, null, IS_LOCKED, '', 0, 0, NO_WATCH)
   }
 
-  _run (settle, extra, op, aux, lease, wait, watchdog) {
+  _run (settle, extra, op, aux, lease, wait, watch) {
     const r = this._redisson
     if (r._closed) {
       return Promise.reject(new RedissonLockError('this Redisson instance has been closed by quit()', this._name, r._id, this._clientId))
@@ -164,7 +247,7 @@ class RLock {
     const lock = this
     const t = r._target
     return start(settle, this, extra, function (id) {
-      t.engine.redisson(t.endpoint, id, op, lock._key, lock._channel, lock._field, aux, lease, wait, watchdog, r._adapter)
+      t.engine.redisson(t.endpoint, id, op, lock._key, lock._channel, lock._field, aux, lease, wait, watch, r._adapter)
     }, Promise)
   }
 
@@ -177,4 +260,14 @@ class RLock {
   }
 }
 
-module.exports = { RLock, prefixName }
+/** `quit()`: the instance's watchdog holds are no longer watched. */
+function forgetInstance (id) {
+  for (const [key, w] of watched) {
+    if (key.includes(`\n${id}:`)) {
+      watched.delete(key)
+      keeper.unwatch(w.id)
+    }
+  }
+}
+
+module.exports = { RLock, prefixName, forgetInstance }

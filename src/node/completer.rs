@@ -237,12 +237,12 @@ impl Completer {
         aux: String,
         lease: f64,
         wait: f64,
-        watchdog: bool,
+        watch: Vec<f64>,
         adapter: String,
     ) {
         self.shared.run(id, async move {
             let req = redisson::Request::parse(
-                op, name, channel, field, aux, lease, wait, watchdog, &adapter,
+                op, name, channel, field, aux, lease, wait, &watch, &adapter,
             )?;
             let target = target(endpoint)?;
             let shared = Arc::clone(&target.shared);

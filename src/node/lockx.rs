@@ -280,7 +280,7 @@ pub(crate) fn cancel(env: u32, id: u32) {
 /// Every JavaScript environment's [`Liveness`], by the id JavaScript holds.
 static ENVS: LazyLock<Mutex<Vec<Arc<Liveness>>>> = LazyLock::new(Mutex::default);
 
-fn liveness(env: u32) -> Result<Arc<Liveness>> {
+pub(crate) fn liveness(env: u32) -> Result<Arc<Liveness>> {
     let envs = ENVS.lock().unwrap_or_else(|p| p.into_inner());
     envs.get(env as usize)
         .cloned()

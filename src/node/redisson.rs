@@ -14,7 +14,7 @@ use redis::aio::ConnectionLike;
 use super::completer::runtime;
 use super::Target;
 use crate::error::{Error, Result};
-use crate::keeper::{self, Held, Kind};
+use crate::keeper::{self, Held, Kind, Watch};
 use crate::lock::{positive_int, MAX_MS};
 use crate::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
 use crate::timer::Timer;
@@ -26,8 +26,17 @@ const UNLOCK: u32 = 1;
 const FORCE_UNLOCK: u32 = 2;
 const IS_LOCKED: u32 = 3;
 
+/// A watchdog lock's bounds: the JavaScript environment whose heartbeat
+/// keeps it, JavaScript's hold id for its loss, the most event-loop lag.
+#[derive(Clone, Copy)]
+struct Watched {
+    env: u32,
+    hold: u32,
+    max_lag_ms: u64,
+}
+
 enum Op {
-    TryLock { wait: Wait, watchdog: bool },
+    TryLock { wait: Wait, watch: Option<Watched> },
     Unlock { latch: String },
     ForceUnlock,
     IsLocked,
@@ -44,8 +53,9 @@ pub(crate) struct Request {
 
 impl Request {
     /// From JavaScript's arguments: `lease` in ms (the watchdog's timeout
-    /// when `watchdog`), `wait` in ms (0: one attempt, -1: forever), `aux`
-    /// the unlock latch's name.
+    /// when `watch` is not empty), `wait` in ms (0: one attempt, -1:
+    /// forever), `aux` the unlock latch's name, `watch` empty for a fixed
+    /// lease or `[env, hold, maxLagMs]` for the watchdog.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn parse(
         op: u32,
@@ -55,7 +65,7 @@ impl Request {
         aux: String,
         lease: f64,
         wait: f64,
-        watchdog: bool,
+        watch: &[f64],
         adapter: &str,
     ) -> Result<Request> {
         let adapter = Adapter::parse(adapter)?;
@@ -84,7 +94,22 @@ impl Request {
                         "Invalid wait time {wait}: expected a non-negative integer number of milliseconds"
                     )));
                 };
-                Op::TryLock { wait, watchdog }
+                let watch = match watch {
+                    [] => None,
+                    [env, hold, lag] => {
+                        let id = |x: f64| {
+                            (x.is_finite() && x >= 0.0 && x <= u32::MAX as f64).then_some(x as u32)
+                        };
+                        let bad = || Error::InvalidArgument("invalid watchdog arguments".into());
+                        Some(Watched {
+                            env: id(*env).ok_or_else(bad)?,
+                            hold: id(*hold).ok_or_else(bad)?,
+                            max_lag_ms: positive_int(*lag).ok_or_else(bad)?,
+                        })
+                    }
+                    _ => return Err(Error::InvalidArgument("invalid watchdog arguments".into())),
+                };
+                Op::TryLock { wait, watch }
             }
             UNLOCK => Op::Unlock { latch: aux },
             FORCE_UNLOCK => Op::ForceUnlock,
@@ -140,7 +165,7 @@ where
     let mut conn = connect().await?;
     let conn = &mut conn;
     match req.op {
-        Op::TryLock { wait, watchdog } => {
+        Op::TryLock { wait, watch } => {
             let wakeups = match wait {
                 Wait::Once => None,
                 _ => Some(wakeups(&target, req.adapter)?),
@@ -156,17 +181,17 @@ where
                 wait,
             )
             .await?;
-            if held && watchdog {
+            if let (true, Some(w)) = (held, watch) {
                 let h = Held::new(&target.shared, &req.name, &req.field, Kind::Redisson);
                 let granted = std::time::Instant::now();
-                keeper::start(
-                    rt()?,
-                    Arc::clone(&target.shared),
-                    h,
-                    req.lease_ms,
-                    granted,
-                    None,
-                );
+                let watch = Watch {
+                    liveness: super::lockx::liveness(w.env)?,
+                    hold: w.hold,
+                    max_lag: Duration::from_millis(w.max_lag_ms),
+                    max_hold: None,
+                };
+                let shared = Arc::clone(&target.shared);
+                keeper::start(rt()?, shared, h, req.lease_ms, granted, Some(watch));
             }
             Ok(u32::from(held))
         }

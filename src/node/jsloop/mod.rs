@@ -253,12 +253,12 @@ pub fn loop_redisson(
     aux: String,
     lease: f64,
     wait: f64,
-    watchdog: bool,
+    watch: Vec<f64>,
     adapter: String,
 ) -> napi::Result<()> {
     LoopEngine::run(&env, id, async move {
         let req = super::redisson::Request::parse(
-            op, name, channel, field, aux, lease, wait, watchdog, &adapter,
+            op, name, channel, field, aux, lease, wait, &watch, &adapter,
         )?;
         let target = super::target(endpoint)?;
         let connect = || LoopConn::connect(endpoint);
