@@ -462,6 +462,36 @@ describe('processes', () => {
     assert.ok(res.ms < 6000, `exited after ${res.ms} ms`)
   })
 
+  test('worker threads each keep their own leases and exit with the process', () => {
+    const res = run(`
+      const { Worker } = require('worker_threads')
+      const code = \`
+        const { parentPort, workerData } = require('worker_threads')
+        const R = require(workerData.mod)
+        ;(async () => {
+          const lock = R.createLock(workerData.url, { timeout: 600, autoExtend: true })
+          await lock.acquire('beyond:worker:' + workerData.i + ':' + process.pid)
+          const until = Date.now() + 1500
+          while (Date.now() < until) {}
+          const lost = lock.signal.aborted
+          await lock.release()
+          parentPort.postMessage({ lost })
+        })()
+      \`
+      const mod = ${JSON.stringify(require.resolve('..'))}
+      const results = await Promise.all([0, 1, 2].map((i) => new Promise((resolve, reject) => {
+        const w = new Worker(code, { eval: true, workerData: { mod, url, i } })
+        w.once('message', resolve)
+        w.once('error', reject)
+      })))
+      console.log(JSON.stringify(results))
+    `)
+    assert.equal(res.status, 0, res.stderr)
+    assert.deepEqual(JSON.parse(res.stdout.trim()), [{ lost: false }, { lost: false }, { lost: false }],
+      'each worker kept its 600 ms lock through a 1.5 s stall')
+    assert.ok(res.ms < 8000, `exited after ${res.ms} ms`)
+  })
+
   test('a process that drops a held autoExtend lock is not kept alive by the keeper', async () => {
     const key = 'beyond:dropped:' + process.pid
     const res = run(`
