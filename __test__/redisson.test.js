@@ -334,6 +334,32 @@ test('a release racing a waiter\'s SUBSCRIBE is not missed', async () => {
   }
 })
 
+test('a release by this process wakes its own waiter without waiting for Redis\'s announcement', async () => {
+  // Both sides share one instance behind a proxy that holds every pub/sub
+  // message from Redis back for 4 s: only the in-process wake-up is fast.
+  const proxy = await startProxy(redis.server.port)
+  const rs = new RS.Redisson({ redis: { options: { host: '127.0.0.1', port: proxy.port } } })
+  opened.push(rs)
+  try {
+    proxy.holdBackReplies(/\r\nmessage\r\n/, 4000)
+    const name = fresh('local-wake')
+    const holder = rs.getLock(name)
+    assert.equal(await holder.tryLock(0, 20000), true)
+    const waiter = rs.getLock(name)
+    const t0 = Date.now()
+    const waiting = waiter.tryLock(15000, 5000)
+    await sleep(150)
+    await holder.unlock()
+    assert.equal(await waiting, true)
+    assert.ok(Date.now() - t0 < 2000, `woken by the local release, not the held-back message: ${Date.now() - t0} ms`)
+    await waiter.unlock()
+  } finally {
+    proxy.forward()
+    await rs.quit()
+    await proxy.close()
+  }
+})
+
 test('an unlock retried after a timeout decrements the hold count once', async () => {
   // The unlock reaches Redis and runs; its reply comes after the 200 ms
   // command timeout, so the unlock is sent again: the latch makes the

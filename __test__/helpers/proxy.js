@@ -8,7 +8,8 @@
  * (`strand()`, a half-open socket), or tear every connection down (`drop()`, with a TCP RST
  * when `reset` is true), delay only the replies (`delayReplies(ms)`: the
  * command reaches Redis and runs, its answer comes late), or hold back the
- * commands that match a pattern (`holdBack(/SUBSCRIBE/, ms)`). Chunks keep
+ * commands that match a pattern (`holdBack(/SUBSCRIBE/, ms)`), or what Redis
+ * sends that matches one (`holdBackReplies(/message/, ms)`). Chunks keep
  * their order in each direction whatever is delayed. Listens on 127.0.0.1 on
  * a free port.
  */
@@ -22,7 +23,8 @@ async function startProxy (targetPort, targetHost = '127.0.0.1') {
   let accepted = 0
 
   let replyDelayMs = 0
-  let hold = null // { pattern, ms }
+  let hold = null // { pattern, ms }: commands held back
+  let holdDown = null // the same for what Redis sends
   const holdWaiters = []
 
   // One queue per direction: a chunk never overtakes one held before it.
@@ -46,9 +48,10 @@ async function startProxy (targetPort, targetHost = '127.0.0.1') {
     from.on('data', (chunk) => {
       if (mode === 'blackhole' || pair.stranded) return // swallowed: nobody hears of it
       let wait = upstreamBound ? delayMs : delayMs + replyDelayMs
-      if (upstreamBound && hold && hold.pattern.test(chunk.toString('latin1'))) {
-        wait = Math.max(wait, hold.ms)
-        for (const w of holdWaiters.splice(0)) w()
+      const rule = upstreamBound ? hold : holdDown
+      if (rule && rule.pattern.test(chunk.toString('latin1'))) {
+        wait = Math.max(wait, rule.ms)
+        if (upstreamBound) for (const w of holdWaiters.splice(0)) w()
       }
       if (wait === 0 && queue.length === 0) {
         if (!to.destroyed) to.write(chunk)
@@ -103,7 +106,7 @@ async function startProxy (targetPort, targetHost = '127.0.0.1') {
     /** Open client connections right now. */
     get open () { return pairs.size },
     /** Forward normally again (data swallowed meanwhile is lost). */
-    forward () { mode = 'forward'; delayMs = 0; replyDelayMs = 0; hold = null },
+    forward () { mode = 'forward'; delayMs = 0; replyDelayMs = 0; hold = null; holdDown = null },
     /** Keep every socket open but pass nothing either way, new ones too. */
     blackhole () { mode = 'blackhole' },
     /**
@@ -117,6 +120,8 @@ async function startProxy (targetPort, targetHost = '127.0.0.1') {
     delayReplies (ms) { replyDelayMs = ms },
     /** Hold each command chunk matching `pattern` (and what follows it) for `ms`. */
     holdBack (pattern, ms) { hold = { pattern, ms } },
+    /** Hold each chunk from Redis matching `pattern` (and what follows it) for `ms`. */
+    holdBackReplies (pattern, ms) { holdDown = { pattern, ms } },
     /** Resolves when the next chunk matching the hold-back pattern is held. */
     nextHold () { return new Promise((resolve) => holdWaiters.push(resolve)) },
     /** Close every open connection (with RST when `reset`). */

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use redis::aio::ConnectionLike;
 
 use super::done::Reply;
-use super::redisson::{rt, wakeups};
+use super::redisson::{poke, rt, wakeups};
 use super::Target;
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
@@ -170,7 +170,12 @@ pub(crate) async fn run<C: ConnectionLike>(
             let released = match req.has(WAKE) {
                 true => {
                     let channel = companion(&req.key, RELEASED_SUFFIX, "release channel")?;
-                    lock::release_announced(conn, &req.key, &req.token, &channel).await
+                    let released =
+                        lock::release_announced(conn, &req.key, &req.token, &channel).await;
+                    if let Ok(true) = released {
+                        poke(&target, Adapter::PubSub, &channel);
+                    }
+                    released
                 }
                 false => lock::release(conn, &req.key, &req.token).await,
             };

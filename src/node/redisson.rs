@@ -143,6 +143,14 @@ pub(crate) fn wakeups(target: &Target, adapter: Adapter) -> Result<Arc<Wakeups>>
     })))
 }
 
+/// Wakes one waiter of this process on `channel` (a release just made here),
+/// if any waits: see `Wakeups::poke`.
+pub(crate) fn poke(target: &Target, adapter: Adapter, channel: &str) {
+    if let Some(w) = target.wakeups[adapter.index()].get() {
+        w.poke(channel);
+    }
+}
+
 pub(crate) fn rt() -> Result<&'static tokio::runtime::Handle> {
     runtime().ok_or_else(|| Error::Internal("could not start the Tokio runtime thread".into()))
 }
@@ -209,6 +217,9 @@ where
             if let Some(p) = paused {
                 p.finish(outcome.as_ref().ok().copied());
             }
+            if let Ok(Unlocked::Released) = outcome {
+                poke(&target, req.adapter, &req.channel);
+            }
             Ok(match outcome? {
                 Unlocked::NotHeld => 0,
                 Unlocked::Decremented => 1,
@@ -221,6 +232,9 @@ where
             keeper::stop_where(|h| h.same_lock(&shared, &name));
             let deleted =
                 reentrant::force_unlock(conn, &req.name, &req.channel, req.adapter).await?;
+            if deleted {
+                poke(&target, req.adapter, &req.channel);
+            }
             Ok(u32::from(deleted))
         }
         Op::IsLocked => Ok(u32::from(reentrant::is_locked(conn, &req.name).await?)),
