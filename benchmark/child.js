@@ -13,8 +13,10 @@
  *   holding the lock `csMs` ms;
  * - 'audit': like 'uncontended', but counts the commands the contender
  *   sends (MONITOR; slows Redis down, so never timed);
- * - 'handoff' (Redisson face contenders only): `workers` waiters on one
- *   key, each with its own lock object, acquire (waiting forever) + release
+ * - 'handoff' (the Redisson face's contenders, and the wake-on-release
+ *   section's: contenders.js WAKE): `workers` waiters on one key, each with
+ *   its own lock object, acquire (waiting forever; redislock-face
+ *   contenders retry every `delay` ms with their own mechanism) + release
  *   with a ~0 ms hold; the time from a release() call to the next
  *   acquisition (measure.js runHandoffs; spec also has minHandoffs, capMs).
  *
@@ -101,7 +103,7 @@ async function main () {
  * to a closed connection (EPIPE / "Connection is closed" on stderr).
  */
 async function handoff (contender, inst, spec) {
-  const waiters = Array.from({ length: spec.workers }, () => inst.waiter(spec.key))
+  const waiters = Array.from({ length: spec.workers }, () => inst.waiter(spec.key, { delay: spec.delay }))
   const result = await runHandoffs(waiters, spec)
   result.id = spec.id
   result.pid = process.pid

@@ -9,7 +9,11 @@
  * A contender is {id, label, js, env, open({host, port})}: `js` marks the
  * JavaScript libraries the targets compare against, `env` is added to the
  * child's environment, and open resolves to
- * { worker(key), contended(key, {delay, csMs}), close() }.
+ * { worker(key), contended(key, {delay, csMs}), waiter(key, {delay}), close() }.
+ * waiter(key, {delay}) is one lock object that waits as long as it takes,
+ * retrying every `delay` ms with the library's own mechanism, for the
+ * handoff scenario (child.js, mode 'handoff'): { acquire() resolving true,
+ * release() }.
  */
 
 const { randomUUID } = require('crypto')
@@ -46,12 +50,20 @@ function lockWorkers (makeLock) {
           await lock.release()
         }
       }
+    },
+    waiter (key, { delay }) {
+      const lock = makeLock({ retries: -1, delay })
+      return { acquire: () => lock.acquire(key).then(() => true), release: () => lock.release() }
     }
   }
 }
 
-/** redislock-rs, this package, with the engine `engine` ('js' or 'tokio'). */
-function redislockRs (id, engine, label) {
+/**
+ * redislock-rs, this package, with the engine `engine` ('js' or 'tokio');
+ * `extra`: more createLock options for every lock it makes (holders and
+ * waiters alike), e.g. { wakeOnRelease: true }.
+ */
+function redislockRs (id, engine, label, extra = {}) {
   return {
     id,
     label,
@@ -60,7 +72,7 @@ function redislockRs (id, engine, label) {
     env: { REDISLOCK_RS_ENGINE: engine },
     async open ({ host, port }) {
       const lib = require('..')
-      const make = (o) => lib.createLock({ host, port }, { timeout: TTL, ...o })
+      const make = (o) => lib.createLock({ host, port }, { timeout: TTL, ...extra, ...o })
       // Connect once outside the measurements.
       const probe = make({ retries: 0 })
       await probe.acquire(`bench:rs:probe:${process.pid}`)
@@ -96,17 +108,29 @@ const redlock = {
     const plain = new Redlock([client], { retryCount: 10, retryDelay: 50, retryJitter: 0 })
     plain.on('clientError', () => {})
     const waiters = new Map() // retry delay -> one Redlock shared by the workers
+    const waiting = (delay) => {
+      let rl = waiters.get(delay)
+      if (!rl) {
+        rl = new Redlock([client], { retryCount: -1, retryDelay: delay, retryJitter: 0 })
+        rl.on('clientError', () => {})
+        waiters.set(delay, rl)
+      }
+      return rl
+    }
     return {
       worker (key) {
         return { cycle: () => plain.lock(key, TTL).then((l) => l.unlock()) }
       },
-      contended (key, { delay, csMs }) {
-        let rl = waiters.get(delay)
-        if (!rl) {
-          rl = new Redlock([client], { retryCount: -1, retryDelay: delay, retryJitter: 0 })
-          rl.on('clientError', () => {})
-          waiters.set(delay, rl)
+      waiter (key, { delay }) {
+        const rl = waiting(delay)
+        let held = null
+        return {
+          acquire: () => rl.lock(key, TTL).then((l) => { held = l; return true }),
+          release: () => { const l = held; held = null; return l.unlock() }
         }
+      },
+      contended (key, { delay, csMs }) {
+        const rl = waiting(delay)
         return {
           async cycle () {
             const l = await rl.lock(key, TTL)
@@ -142,6 +166,10 @@ const semaphore = {
             await m.release()
           }
         }
+      },
+      waiter (key, { delay }) {
+        const m = new Mutex(client, key, { lockTimeout: TTL, acquireTimeout: 600000, retryInterval: delay, refreshInterval: 0 })
+        return { acquire: () => m.acquire().then(() => true), release: () => m.release() }
       },
       close: () => closeIoredis(client)
     }
@@ -231,13 +259,21 @@ function redissonFace (id, label, pkg, env) {
   }
 }
 
+/**
+ * Wake on release (the redislock face): redislock-rs with and without
+ * `wakeOnRelease: true`, against the JavaScript peers, each waiting with its
+ * own retry mechanism (child.js, mode 'handoff', `waiter(key, {delay})`).
+ */
+const RS_WAKE = redislockRs('redislock-rs-wake', 'js', 'redislock-rs, JS-thread engine, wakeOnRelease: true', { wakeOnRelease: true })
+
 const REDISSON = [
   redissonFace('redisson-rs', 'redislock-rs/redisson, JS-thread engine', '../redisson', { REDISLOCK_RS_ENGINE: 'js' }),
   redissonFace('node-redisson', `node-redisson@${version('node-redisson')} (ioredis@${version('ioredis')}, pubsub)`, 'node-redisson')
 ]
 
+const RS_PLAIN = redislockRs('redislock-rs', 'js', 'redislock-rs, JS-thread engine')
 const ALL = [
-  redislockRs('redislock-rs', 'js', 'redislock-rs, JS-thread engine'),
+  RS_PLAIN,
   redislockRs('redislock-rs-tokio', 'tokio', 'redislock-rs, tokio engine'),
   redislock,
   redlock,
@@ -246,4 +282,7 @@ const ALL = [
   rawIoredis('js-floor-autopipe', 'raw ioredis, enableAutoPipelining', { enableAutoPipelining: true })
 ]
 
-module.exports = { ALL, REDISSON, byId: Object.fromEntries([...ALL, ...REDISSON].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }
+/** The wake-on-release section's contenders, in this order (see RS_WAKE). */
+const WAKE = [RS_WAKE, RS_PLAIN, redislock, redlock, semaphore]
+
+module.exports = { ALL, REDISSON, WAKE, byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }

@@ -21,10 +21,26 @@
  * node-redisson 1.0.4, uncontended at 1, 16 and 128 workers, and the handoff
  * latency of 16 waiters on one lock (child.js, mode 'handoff').
  *
+ * Wake on release (not among issue 9's targets): the same handoff
+ * measurement for the redislock face: 16 workers on one key in one child,
+ * each waiting with `retries: -1`, `delay: 50` (or its library's own retry
+ * mechanism, 50 ms apart): redislock-rs with `wakeOnRelease: true`,
+ * redislock-rs without it, redislock@1.3.0, redlock, redis-semaphore.
+ *
  * Env: BENCH_QUICK=1, BENCH_ROUNDS=n, BENCH_DURATION_MS=n,
- *      BENCH_ONLY=id,id (contender ids, see contenders.js; redislock-rs and
- *        redisson-rs are always run), BENCH_NO_REDISSON=1 (skip the Redisson
- *        face), BENCH_HANDOFF_MS=n (recorded time per handoff round),
+ *      BENCH_SECTIONS=name,name: run only these sections, in the usual order
+ *        (default: all). Names: uncontended, contention, audit, redisson,
+ *        wake, memory, remote; e.g. BENCH_SECTIONS=wake or
+ *        BENCH_SECTIONS=redisson,wake. A partial run writes
+ *        benchmark/RESULTS.partial.md and RESULTS.partial.json and leaves
+ *        RESULTS.md / RESULTS.json alone (with BENCH_QUICK=1:
+ *        RESULTS.quick.md, as always); its report and PASS / MISS lines
+ *        cover the sections run only.
+ *      BENCH_ONLY=id,id (contender ids, see contenders.js; redislock-rs,
+ *        redisson-rs and redislock-rs-wake are always run),
+ *      BENCH_NO_REDISSON=1 (skip the Redisson face), BENCH_HANDOFF_MS=n
+ *        (recorded time per Redisson handoff round), BENCH_WAKE_MS=n
+ *        (recorded time per wake-on-release round),
  *      BENCH_NO_MEMORY=1, BENCH_NO_REMOTE=1, BENCH_REMOTE_DELAY_MS=0.2 (0: no netem)
  */
 
@@ -34,14 +50,26 @@ const path = require('path')
 const { spawn } = require('child_process')
 const { startRedis } = require('../__test__/helpers/redis')
 const contenders = require('./contenders')
-const { summarize, summarizeHandoffs } = require('./measure')
+const { summarize, summarizeHandoffs, percentile } = require('./measure')
 const raw = require('./redis-raw')
 const cLimit = require('./c-limit')
 const netns = require('./netns')
 const report = require('./report')
 
 const QUICK = process.env.BENCH_QUICK === '1'
+/** The sections, in the order they run (BENCH_SECTIONS picks some). */
+const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'memory', 'remote']
+const PICKED = process.env.BENCH_SECTIONS ? process.env.BENCH_SECTIONS.split(',').map((x) => x.trim()).filter(Boolean) : null
+if (PICKED) {
+  const unknown = PICKED.filter((x) => !SECTIONS.includes(x))
+  if (unknown.length || !PICKED.length) {
+    console.error(`[bench] BENCH_SECTIONS: unknown section(s) ${unknown.join(', ') || '(none given)'}; known: ${SECTIONS.join(', ')}`)
+    process.exit(2)
+  }
+}
 const CFG = {
+  sections: SECTIONS.filter((x) => !PICKED || PICKED.includes(x)),
+  partial: PICKED !== null,
   quick: QUICK,
   rounds: Number(process.env.BENCH_ROUNDS) || (QUICK ? 1 : 3),
   duration: Number(process.env.BENCH_DURATION_MS) || (QUICK ? 250 : 1500),
@@ -65,11 +93,16 @@ const CFG = {
   handoffDuration: Number(process.env.BENCH_HANDOFF_MS) || (QUICK ? 1000 : 12000),
   handoffMin: QUICK ? 50 : 100, // per round, at least
   handoffCapExtraMs: 30000, // a round ends at handoffDuration + this at the latest
-  stallMs: 100
+  stallMs: 100,
+  wakeWorkers: 16,
+  wakeDelay: 50,
+  wakeDuration: Number(process.env.BENCH_WAKE_MS) || (QUICK ? 1000 : 5000)
 }
+const RUN = (section) => CFG.sections.includes(section)
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') : null
 const LIST = contenders.ALL.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS)
-const REDISSON_LIST = CFG.redisson ? contenders.REDISSON.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.REDISSON_RS) : []
+const REDISSON_LIST = CFG.redisson && RUN('redisson') ? contenders.REDISSON.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.REDISSON_RS) : []
+const WAKE_LIST = RUN('wake') ? contenders.WAKE.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS || c.id === report.RS_WAKE) : []
 
 const log = (...a) => console.error('[bench]', ...a)
 const rotate = (arr, k) => arr.map((_, i) => arr[(i + k) % arr.length])
@@ -178,10 +211,36 @@ async function redissonHandoff (target) {
       runs[x.id].push(r)
       const stalls = r.gaps.filter((g) => g > CFG.stallMs).length
       log(`redisson handoff, round ${round + 1}, ${x.id}: ${r.handoffs} handoffs in ${r.seconds.toFixed(1)} s, ` +
-        `max ${Math.max(r.gaps[r.gaps.length - 1] || 0, r.openGapMs || 0).toFixed(1)} ms, ${stalls} stall(s) > ${CFG.stallMs} ms${r.capped ? ', CAPPED' : ''}`)
+        `max ${Math.max(r.gaps[r.gaps.length - 1] || 0, r.openGapMs || 0).toFixed(1)} ms, ${stalls} stall(s) > ${CFG.stallMs} ms${r.capped ? ', CAPPED' : ''}` +
+        `${r.overlaps ? `, ${r.overlaps} OVERLAPPING HOLD(S): the lock was not exclusive` : ''}`)
     }
   }
   return Object.fromEntries(REDISSON_LIST.map((x) => [x.id, summarizeHandoffs(runs[x.id], CFG.stallMs)]))
+}
+
+/**
+ * Wake on release (redislock face): 16 workers on one key in one child per
+ * contender, each waiting (retry every 50 ms, or a release announcement
+ * with wakeOnRelease), a ~0 ms hold; release to the next acquisition.
+ */
+async function wakeHandoff (target) {
+  const runs = Object.fromEntries(WAKE_LIST.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(WAKE_LIST, round)) {
+      const r = await measureChild(x, {
+        host: target.host, port: target.port, mode: 'handoff', workers: CFG.wakeWorkers, warmupMs: CFG.warmup, delay: CFG.wakeDelay,
+        durationMs: CFG.wakeDuration, minHandoffs: CFG.handoffMin, capMs: CFG.wakeDuration + CFG.handoffCapExtraMs,
+        key: `bench:wake:${x.id}:${round}`
+      })
+      runs[x.id].push(r)
+      const stalls = r.gaps.filter((g) => g > CFG.stallMs).length
+      log(`wake handoff, round ${round + 1}, ${x.id}: ${r.handoffs} handoffs in ${r.seconds.toFixed(1)} s (${Math.round(r.handoffsPerSec)}/s), ` +
+        `p50 ${percentile(r.gaps, 0.5).toFixed(3)} ms, p99 ${percentile(r.gaps, 0.99).toFixed(3)} ms, max ${Math.max(r.gaps[r.gaps.length - 1] || 0, r.openGapMs || 0).toFixed(1)} ms, ` +
+        `${stalls} stall(s) > ${CFG.stallMs} ms, ${r.handoffs ? (100 * r.sameWorker / r.handoffs).toFixed(1) : 'n/a'} % to the same worker${r.capped ? ', CAPPED' : ''}` +
+        `${r.overlaps ? `, ${r.overlaps} OVERLAPPING HOLD(S): the lock was not exclusive` : ''}`)
+    }
+  }
+  return Object.fromEntries(WAKE_LIST.map((x) => [x.id, summarizeHandoffs(runs[x.id], CFG.stallMs)]))
 }
 
 /** The commands each contender sends per uncontended cycle (MONITOR), one child each. */
@@ -239,16 +298,18 @@ async function main () {
   const meta = { started: new Date().toISOString(), load0: os.loadavg().map((x) => x.toFixed(2)).join(' '), machine: report.machine() }
   const server = await startRedis()
   cleanups.add(() => server.stop())
-  log(`redis-server pid ${server.pid} on port ${server.port}${QUICK ? ' (QUICK mode)' : ''}; contenders: ${LIST.map((c) => c.id).join(', ')}; ` +
-    `Redisson face: ${REDISSON_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
+  log(`redis-server pid ${server.pid} on port ${server.port}${QUICK ? ' (QUICK mode)' : ''}; ` +
+    `sections: ${CFG.sections.join(', ')}${CFG.partial ? ' (BENCH_SECTIONS)' : ''}; contenders: ${LIST.map((c) => c.id).join(', ')}; ` +
+    `Redisson face: ${REDISSON_LIST.map((c) => c.id).join(', ') || 'skipped'}; wake on release: ${WAKE_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
   try {
-    const sha = await cLimit.available() ? await raw.command('127.0.0.1', server.port, 'SCRIPT', 'LOAD', contenders.DEL_IF_EQUAL) : null
-    if (!sha) log('redis-benchmark not found: no C-limit column')
+    const needSha = RUN('uncontended') || RUN('remote')
+    const sha = needSha && await cLimit.available() ? await raw.command('127.0.0.1', server.port, 'SCRIPT', 'LOAD', contenders.DEL_IF_EQUAL) : null
+    if (needSha && !sha) log('redis-benchmark not found: no C-limit column')
     const target = { host: '127.0.0.1', port: server.port, sha }
     const R = { local: { uncontended: {}, contention: {}, audit: {}, memory: [] }, threads }
-    for (const c of CFG.workers) R.local.uncontended[c] = await uncontended(c, target, 'local')
-    for (const d of CFG.contentionDelays) R.local.contention[d] = await contention(d, target)
-    R.local.audit = await audit(target)
+    if (RUN('uncontended')) for (const c of CFG.workers) R.local.uncontended[c] = await uncontended(c, target, 'local')
+    if (RUN('contention')) for (const d of CFG.contentionDelays) R.local.contention[d] = await contention(d, target)
+    if (RUN('audit')) R.local.audit = await audit(target)
     if (REDISSON_LIST.length) {
       R.redisson = { uncontended: {}, handoff: null }
       for (const c of CFG.redissonWorkers) R.redisson.uncontended[c] = await redissonUncontended(c, target)
@@ -256,29 +317,39 @@ async function main () {
     } else {
       R.redisson = null
     }
-    if (process.env.BENCH_NO_MEMORY !== '1') R.local.memory = await memory(target)
-    R.remote = await remote(sha)
-    if (!R.remote.available) log(`remote scenario: not available here (${R.remote.reason})`)
+    R.wake = WAKE_LIST.length ? await wakeHandoff(target) : null
+    if (RUN('memory') && process.env.BENCH_NO_MEMORY !== '1') R.local.memory = await memory(target)
+    R.remote = RUN('remote') ? await remote(sha) : { available: false, reason: 'not run (BENCH_SECTIONS)', skipped: true }
+    if (!R.remote.available && !R.remote.skipped) log(`remote scenario: not available here (${R.remote.reason})`)
 
     meta.seconds = (Date.now() - t0) / 1000
     meta.load1 = os.loadavg().map((x) => x.toFixed(2)).join(' ')
     meta.machineAtEnd = report.machine()
-    const tgs = report.targets(R)
+    // A partial run checks only what it measured: no "not measured" rows for
+    // the sections it skipped.
+    const measured = (t) => !CFG.partial || t.status !== 'n/a'
+    const tgs = report.targets(R).filter(measured)
     const others = report.otherChecks(R, CFG.contentionDelays)
     const rchecks = report.redissonChecks(R.redisson)
-    const text = report.render(R, tgs, others, meta, CFG, rchecks)
-    const file = path.join(__dirname, QUICK ? 'RESULTS.quick.md' : 'RESULTS.md')
+    const wchecks = report.wakeChecks(R.wake, CFG.stallMs)
+    const text = report.render(R, tgs, others, meta, CFG, rchecks, wchecks)
+    const base = QUICK ? 'RESULTS.quick' : CFG.partial ? 'RESULTS.partial' : 'RESULTS'
+    const file = path.join(__dirname, `${base}.md`)
     fs.writeFileSync(file, text + '\n')
-    if (!QUICK) fs.writeFileSync(path.join(__dirname, 'RESULTS.json'), JSON.stringify({ meta, cfg: CFG, R }, null, 1) + '\n')
+    if (!QUICK) fs.writeFileSync(path.join(__dirname, `${base}.json`), JSON.stringify({ meta, cfg: CFG, R }, null, 1) + '\n')
     console.log(text)
     console.log('')
     for (const t of [...tgs, ...(R.remote.targets || [])]) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
-    if (!R.remote.available) console.log(`remote scenario: not available here (${R.remote.reason})`)
+    if (!R.remote.available && !R.remote.skipped) console.log(`remote scenario: not available here (${R.remote.reason})`)
     if (rchecks.length) {
       console.log('Redisson face (not among issue 9\'s targets):')
       for (const t of rchecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
-    } else {
+    } else if (RUN('redisson')) {
       console.log(`Redisson face: ${CFG.redisson ? 'not measured' : 'skipped (BENCH_NO_REDISSON=1)'}`)
+    }
+    if (wchecks.length) {
+      console.log('Wake on release, redislock face (not among issue 9\'s targets):')
+      for (const t of wchecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
     }
     log(`wrote ${path.relative(process.cwd(), file)} in ${meta.seconds.toFixed(0)} s`)
   } finally {

@@ -142,14 +142,20 @@ const forJson = (sorted) => Array.from(sorted, (x) => Math.round(x * 1e4) / 1e4)
  * acquisition, the handoff = from the start of the previous holder's
  * release() call to this acquire() resolving (both timestamps taken with
  * process.hrtime.bigint() in this process); also the time each acquire()
- * waited. Runs `warmupMs` unrecorded, then records until `durationMs` have
+ * waited, and the handoffs that went to another worker than the previous
+ * holder on their own (a lock its releaser takes straight back hands
+ * nothing off). Runs `warmupMs` unrecorded, then records until `durationMs` have
  * passed and at least `minHandoffs` were seen, or `capMs` at the latest.
  * The workers still waiting at the end are abandoned (the caller exits),
  * not drained: workers leaving one by one is not contention. A gap still
  * open at the end (released, nobody has it yet) is reported as openGapMs.
+ * Sanity check: `overlaps` counts acquisitions (warm-up included) that
+ * resolved while another worker of this process still held the lock (its
+ * release() not yet called); anything but 0 means the lock is not exclusive.
  */
-async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs }) {
+async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs, stayOut = true }) {
   const gaps = new Samples()
+  const otherGaps = new Samples() // to another worker than the previous holder
   const waits = new Samples()
   let recording = false
   let finished = false
@@ -157,11 +163,18 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs 
   let capped = false
   let lastRelease = null
   let lastHolder = -1
+  let holding = -1 // the worker holding the lock now (release() not yet called), or -1
+  let overlaps = 0
   let same = 0
   let counter = 0
   let closed = false // finished by an acquisition: no handoff in progress
   let resolveDone
   const done = new Promise((resolve) => { resolveDone = resolve })
+  // "The holder unlocks and stays out": after its release a worker waits
+  // until another worker has had the lock, so every handoff goes to a
+  // waiter (no barging by the releaser's immediate re-acquire).
+  let acquiredBy = []
+  const untilOtherHolds = (i) => new Promise((resolve) => acquiredBy.push({ i, resolve }))
   const finish = () => { if (!finished) { finished = true; resolveDone() } }
   async function loop (i) {
     const w = waiters[i]
@@ -171,18 +184,32 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs 
       const t = hr()
       if (finished) return
       if (ok !== true) throw new Error(`waiter ${i}: acquire() resolved ${ok} while waiting forever`)
+      if (holding !== -1) overlaps++
+      holding = i
+      if (acquiredBy.length) {
+        const sittingOut = acquiredBy
+        acquiredBy = []
+        for (const w of sittingOut) {
+          if (w.i === i) acquiredBy.push(w)
+          else w.resolve()
+        }
+      }
       counter++ // the critical section
       if (recording) {
         waits.push(Number(t - s) / 1e6)
         if (lastRelease !== null) {
-          gaps.push(Number(t - lastRelease) / 1e6)
+          const gap = Number(t - lastRelease) / 1e6
+          gaps.push(gap)
           if (lastHolder === i) same++
+          else otherGaps.push(gap)
         }
         if (timeUp && gaps.n >= minHandoffs) { closed = true; finish(); return }
       }
       lastHolder = i
+      holding = -1
       lastRelease = hr()
       await w.release()
+      if (stayOut && !finished) await Promise.race([untilOtherHolds(i), done])
     }
   }
   const all = Promise.all(waiters.map((_, i) => loop(i)))
@@ -217,7 +244,9 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs 
     procCpuUs: (cpu.user + cpu.system) / n,
     jsCpuUs: (js1 - js0) / 1e3 / n,
     acquisitions: counter,
+    overlaps,
     gaps: forJson(gaps.sorted()),
+    otherGaps: forJson(otherGaps.sorted()),
     waits: forJson(waits.sorted())
   }
 }
@@ -226,6 +255,7 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs 
 function summarizeHandoffs (runs, stallMs) {
   const gaps = runs.flatMap((r) => r.gaps).sort((a, b) => a - b)
   const waits = runs.flatMap((r) => r.waits).sort((a, b) => a - b)
+  const others = runs.flatMap((r) => r.otherGaps || []).sort((a, b) => a - b)
   const open = runs.map((r) => r.openGapMs).filter((x) => Number.isFinite(x))
   const openMax = open.length ? Math.max(...open) : NaN
   const rate = runs.map((r) => r.handoffsPerSec)
@@ -244,10 +274,15 @@ function summarizeHandoffs (runs, stallMs) {
     openStalls: open.filter((g) => g > stallMs).length,
     openGapMaxMs: openMax,
     sameWorker: runs.reduce((a, r) => a + r.sameWorker, 0) / Math.max(1, gaps.length),
+    // handoffs to another worker than the previous holder only
+    otherHandoffs: others.length,
+    otherP50: percentile(others, 0.5),
+    otherP99: percentile(others, 0.99),
     waitP50: percentile(waits, 0.5),
     waitP99: percentile(waits, 0.99),
     waitMax: waits.length ? waits[waits.length - 1] : NaN,
     capped: runs.filter((r) => r.capped).length,
+    overlaps: runs.reduce((a, r) => a + (r.overlaps || 0), 0),
     procCpuUs: median(runs.map((r) => r.procCpuUs)),
     jsCpuUs: median(runs.map((r) => r.jsCpuUs).filter((x) => Number.isFinite(x)))
   }

@@ -4,7 +4,9 @@
  * Turns the results of a run (index.js) into the targets of issue 9
  * (PASS / MISS, from ratios within the same run) and the markdown report,
  * with the Redisson face's own PASS / MISS rows (redislock-rs/redisson vs
- * node-redisson; not among issue 9's targets).
+ * node-redisson; not among issue 9's targets) and the wake-on-release
+ * section's (redislock-rs with wakeOnRelease vs polling; not among them
+ * either).
  */
 
 const fs = require('fs')
@@ -19,6 +21,10 @@ const FLOOR = 'js-floor'
 const C_LIMIT = 'c-limit'
 const REDISSON_RS = 'redisson-rs'
 const NODE_REDISSON = 'node-redisson'
+const RS_WAKE = 'redislock-rs-wake'
+/** wakeOnRelease's targets: handoff p50 and p99 (ms) at most. */
+const WAKE_P50_MS = 1
+const WAKE_P99_MS = 5
 /** The JavaScript contenders "best JS" is taken over. */
 const JS_IDS = contenders.ALL.filter((c) => c.js).map((c) => c.id)
 /** cycles/s target: redislock-rs (JS-thread engine) ≥ factor × the best JS contender. */
@@ -35,7 +41,7 @@ function labelOf (id) {
   if (id === C_LIMIT) return 'C limit: redis-benchmark -c 1 -P <workers>'
   return contenders.byId[id] ? contenders.byId[id].label : id
 }
-const nameOf = (id) => id === RS || id === REDISSON_RS ? `**${labelOf(id)}**` : labelOf(id)
+const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE ? `**${labelOf(id)}**` : labelOf(id)
 
 /** [id, summary] of the JavaScript contender with the most cycles/s in `sc`, or []. */
 function bestJs (sc) {
@@ -153,6 +159,33 @@ function redissonChecks (Rr) {
   return out
 }
 
+/**
+ * Wake on release (redislock face): redislock-rs with wakeOnRelease hands the
+ * lock off within WAKE_P50_MS / WAKE_P99_MS, and faster (p50) than every
+ * JavaScript peer polling every 50 ms. Not among issue 9's targets.
+ */
+function wakeChecks (Rw, stallMs) {
+  if (!Rw) return []
+  const a = Rw[RS_WAKE]
+  const out = []
+  for (const [field, want] of [['p50', WAKE_P50_MS], ['p99', WAKE_P99_MS]]) {
+    const name = `wakeOnRelease handoff ${field} ≤ ${want} ms`
+    if (!a || !a.handoffs) { out.push(check(name, null, 'not measured')); continue }
+    out.push(check(name, a[field] <= want, `${fmt(a[field], 3)} ms over ${fmtInt(a.handoffs)} handoffs (${fmt(100 * a.sameWorker, 1)} % to the same worker; ` +
+      `to another worker: ${field} ${fmt(a[field === 'p50' ? 'otherP50' : 'otherP99'], 3)} ms); max ${fmt(a.maxGap, 1)} ms, ${a.stalls + a.openStalls} stall(s) > ${stallMs} ms`))
+  }
+  const peers = JS_IDS.filter((id) => Rw[id] && Rw[id].handoffs)
+  const name = 'wakeOnRelease p50 beats every peer\'s p50'
+  if (!a || !a.handoffs || !peers.length) {
+    out.push(check(name, null, 'not measured'))
+  } else {
+    const plain = Rw[RS] && Rw[RS].handoffs ? `; redislock-rs without wakeOnRelease ${fmt(Rw[RS].p50, 3)} ms` : ''
+    out.push(check(name, peers.every((id) => a.p50 < Rw[id].p50),
+      `${fmt(a.p50, 3)} ms vs ${peers.map((id) => `${id} ${fmt(Rw[id].p50, 3)} ms (${fmt(100 * Rw[id].sameWorker, 1)} % to the same worker)`).join(', ')}${plain}`))
+  }
+  return out
+}
+
 // ---------------------------------------------------------------- tables
 
 function summaryTable (R) {
@@ -246,17 +279,24 @@ function redissonUncontendedTable (sc) {
   return lines.join('\n')
 }
 
-function handoffTable (sc, stallMs) {
+/**
+ * Handoff rows; `wait`: what the waiting call is called; `other`: add the
+ * handoffs to another worker than the previous holder (wake section).
+ */
+function handoffTable (sc, stallMs, { wait = 'tryLock', other = false } = {}) {
   const lines = [
-    `| contender | handoffs (rounds, s recorded) | handoffs/s median (min–max) | handoff p50 ms | p99 ms | max ms | stalls > ${stallMs} ms | to the same worker | wait in tryLock p50 / p99 / max ms | process CPU µs/handoff |`,
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+    `| contender | handoffs (rounds, s recorded) | handoffs/s median (min–max) | handoff p50 ms | p99 ms | max ms | stalls > ${stallMs} ms | to the same worker | ` +
+      `${other ? 'to another worker: handoffs, p50 / p99 ms | ' : ''}wait in ${wait} p50 / p99 / max ms | process CPU µs/handoff |`,
+    `|---|---:|---:|---:|---:|---:|---:|---:|${other ? '---:|' : ''}---:|---:|`
   ]
   for (const [id, s] of Object.entries(sc)) {
     const open = Number.isFinite(s.openGapMaxMs) && s.openGapMaxMs > s.maxGap ? ` (a gap still open at the end of a round: ≥ ${fmt(s.openGapMaxMs, 1)})` : ''
     const stalls = s.openStalls ? `${s.stalls} + ${s.openStalls} open at the end` : String(s.stalls)
-    lines.push(`| ${nameOf(id)} | ${fmtInt(s.handoffs)} (${s.runs}, ${fmt(s.seconds, 1)} s)${s.capped ? `, ${s.capped} round(s) capped` : ''} | ` +
+    const overlaps = s.overlaps ? `, **${s.overlaps} overlapping hold(s): not exclusive**` : ''
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.handoffs)} (${s.runs}, ${fmt(s.seconds, 1)} s)${s.capped ? `, ${s.capped} round(s) capped` : ''}${overlaps} | ` +
       `${fmtInt(s.handoffsPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${fmt(s.maxGap, 1)}${open} | ${stalls} | ` +
-      `${fmt(100 * s.sameWorker, 1)} % | ${fmt(s.waitP50, 2)} / ${fmt(s.waitP99, 1)} / ${fmt(s.waitMax, 1)} | ${fmt(s.procCpuUs, 1)} |`)
+      `${fmt(100 * s.sameWorker, 1)} % | ${other ? `${fmtInt(s.otherHandoffs)}, ${fmt(s.otherP50, 3)} / ${fmt(s.otherP99, 3)} | ` : ''}` +
+      `${fmt(s.waitP50, 2)} / ${fmt(s.waitP99, 1)} / ${fmt(s.waitMax, 1)} | ${fmt(s.procCpuUs, 1)} |`)
   }
   return lines.join('\n')
 }
@@ -270,7 +310,7 @@ function redissonSection (Rr, checks, cfg) {
       'with one `new Redisson({ redis: { options: { host, port } } })` shared by all its workers, on the same redis-server as above, interleaved and rotated per round ' +
       `(${cfg.rounds} round(s)), medians. Uncontended: every worker its own lock name, \`tryLock(0, 10000)\` then \`unlock()\` in a loop, ${cfg.duration} ms after a ${cfg.warmup} ms warm-up. ` +
       `Handoff: ${cfg.handoffWorkers} workers, one lock object (own random clientId) each, on ONE lock name, each looping \`tryLock(false, 10000)\` (wait forever), a counter increment, \`unlock()\`; ` +
-      'a handoff is the time from the start of the previous holder\'s `unlock()` call to the next `tryLock` resolving (process.hrtime.bigint(), same process), whoever gets the lock (the same worker again counts too: "to the same worker"). ' +
+      'a handoff is the time from the start of the previous holder\'s `unlock()` call to the next `tryLock` resolving (process.hrtime.bigint(), same process), and the releaser stays out until another worker has had the lock (issue 10: "the holder unlocks and stays out"), so every handoff goes to a waiter. ' +
       `Recorded for ${cfg.handoffDuration} ms per round after a ${cfg.warmup} ms warm-up (at least ${cfg.handoffMin} handoffs, ${cfg.handoffCapExtraMs / 1000} s more at most); ` +
       'percentiles over all rounds\' handoffs pooled. Workers still waiting when a round ends are abandoned (not drained); a release still waiting for its next holder then is reported as an open gap. ' +
       '"Wait in tryLock" = from a worker\'s tryLock call to its resolving (how long a worker waits its turn).',
@@ -284,6 +324,28 @@ function redissonSection (Rr, checks, cfg) {
   }
   parts.push(...checks.map(line), '')
   return parts
+}
+
+function wakeSection (Rw, checks, cfg) {
+  const line = (t) => `- **${t.status}** ${t.name}: ${t.detail}`
+  return [
+    '## Wake on release: handoff under contention, redislock face (not among issue 9\'s targets)',
+    '',
+    `Method: ${cfg.wakeWorkers} workers in ONE child process per contender (one Redis connection shared by all, plus whatever the library opens for itself), all on ONE key, ` +
+      `one lock object each, each looping acquire (waiting as long as it takes, retrying every ${cfg.wakeDelay} ms), a counter increment (no await, a ~0 ms hold), release. ` +
+      `redislock-rs: \`createLock({host, port}, {timeout: 10000, retries: -1, delay: ${cfg.wakeDelay}})\` (REDISLOCK_RS_ENGINE=js), once with \`wakeOnRelease: true\` on every lock (holders and waiters) and once without (plain polling); ` +
+      `redislock@1.3.0 \`retries: -1, delay: ${cfg.wakeDelay}\`; redlock \`retryCount: -1, retryDelay: ${cfg.wakeDelay}, retryJitter: 0\`; redis-semaphore Mutex \`retryInterval: ${cfg.wakeDelay}\`, acquireTimeout 600 s, refreshInterval 0. ` +
+      'A handoff is the time from the start of the previous holder\'s `release()` call to the next `acquire()` resolving (process.hrtime.bigint(), same process); the releaser stays out until another worker has had the lock, so every handoff goes to a waiter; ' +
+      'a releaser that takes the lock straight back counts too ("to the same worker"; the handoffs to another worker are also shown on their own). ' +
+      `Interleaved and rotated per round (${cfg.rounds} round(s)), recorded for ${cfg.wakeDuration} ms per round after a ${cfg.warmup} ms warm-up (at least ${cfg.handoffMin} handoffs, ${cfg.handoffCapExtraMs / 1000} s more at most); ` +
+      'percentiles over all rounds\' handoffs pooled, handoffs/s the median of the rounds. Waiters still waiting when a round ends are abandoned (not drained). ' +
+      '"Wait in acquire" = from a worker\'s acquire call to its resolving.',
+    '',
+    handoffTable(Rw, cfg.stallMs, { wait: 'acquire', other: true }),
+    '',
+    ...checks.map(line),
+    ''
+  ]
 }
 
 // ---------------------------------------------------------------- report
@@ -313,8 +375,13 @@ function machine () {
 
 const pkgVersion = (p) => { try { return require(`${p}/package.json`).version } catch (_) { return 'missing' } }
 
-/** The markdown report. `cfg` is the run's configuration (index.js); `rchecks` from redissonChecks. */
-function render (R, tgs, others, meta, cfg, rchecks = []) {
+/**
+ * The markdown report. `cfg` is the run's configuration (index.js); `rchecks`
+ * from redissonChecks, `wchecks` from wakeChecks. A partial run
+ * (BENCH_SECTIONS) renders the sections it ran only.
+ */
+function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = []) {
+  const ran = (section) => !cfg.sections || cfg.sections.includes(section)
   const m = meta.machine
   const changed = ['git', 'dirty', 'addon'].filter((k) => meta.machineAtEnd && meta.machineAtEnd[k] !== m[k])
   const line = (t) => `- **${t.status}** ${t.name}: ${t.detail}`
@@ -322,7 +389,8 @@ function render (R, tgs, others, meta, cfg, rchecks = []) {
   const parts = [
     `# redislock-rs benchmark${cfg.quick ? ' (QUICK smoke run — not representative)' : ''}`,
     '',
-    `Generated by \`${cfg.quick ? 'BENCH_QUICK=1 ' : ''}npm run bench\` (= node benchmark/index.js) on ${meta.started}, total ${meta.seconds.toFixed(0)} s.`,
+    `Generated by \`${cfg.quick ? 'BENCH_QUICK=1 ' : ''}${cfg.partial ? `BENCH_SECTIONS=${cfg.sections.join(',')} ` : ''}npm run bench\` (= node benchmark/index.js) on ${meta.started}, total ${meta.seconds.toFixed(0)} s.`,
+    ...(cfg.partial ? ['', `**Partial run: only the section(s) ${cfg.sections.join(', ')}.** The PASS / MISS lines below cover those only.`] : []),
     '',
     `- Machine: ${m.nproc} CPUs (${m.cpu}), ${m.os}; load average at start ${meta.load0}, at end ${meta.load1}. ` +
       'The machine may be shared with other jobs, so figures are noisy; compare within one run, and see min–max for the spread.',
@@ -336,22 +404,15 @@ function render (R, tgs, others, meta, cfg, rchecks = []) {
       `contention: ${cfg.contentionDuration} ms. TTL 10 s. Latency is per cycle. Process CPU = process.cpuUsage() user+system over the measured interval (every thread, incl. redislock-rs's tokio thread); ` +
       'JS-thread CPU = the main thread\'s CPU time from /proc/self/task/<pid>/schedstat. Redis cmds/cycle = INFO commandstats delta / cycles, which also counts the GET and DEL run inside the release script; ' +
       'the commands a client actually sends are counted separately with MONITOR (commands table).',
-    '- Contenders: redislock-rs via `createLock({host, port}, {timeout: 10000, retries: 0, delay: 50})` per worker, once with REDISLOCK_RS_ENGINE=js (JS-thread engine, the default) and once with REDISLOCK_RS_ENGINE=tokio; ' +
+    ...(!['uncontended', 'contention', 'audit', 'memory', 'remote'].some(ran) ? [] : ['- Contenders: redislock-rs via `createLock({host, port}, {timeout: 10000, retries: 0, delay: 50})` per worker, once with REDISLOCK_RS_ENGINE=js (JS-thread engine, the default) and once with REDISLOCK_RS_ENGINE=tokio; ' +
       `"best JS" = the fastest of ${JS_IDS.join(', ')} in the same scenario; the JS floor = raw ioredis SET NX PX + EVALSHA compare-and-delete, no auto-pipelining. ` +
-      'redlock: retryJitter 0; redis-semaphore: refreshInterval 0, acquireAttemptsLimit 1 when uncontended.',
-    `- C limit (informative): ${exampleC ? `\`redis-benchmark\` over one connection with <workers> commands in flight, e.g. \`${exampleC}\`; cycles/s = 1/(1/rps_SET + 1/rps_EVALSHA), latencies = sum of the two commands' percentiles per pipeline round trip.` : 'not measured.'}`,
+      'redlock: retryJitter 0; redis-semaphore: refreshInterval 0, acquireAttemptsLimit 1 when uncontended.']),
+    ...(!ran('uncontended') && !ran('remote') ? [] : [`- C limit (informative): ${exampleC ? `\`redis-benchmark\` over one connection with <workers> commands in flight, e.g. \`${exampleC}\`; cycles/s = 1/(1/rps_SET + 1/rps_EVALSHA), latencies = sum of the two commands' percentiles per pipeline round trip.` : 'not measured.'}`]),
     '',
-    '## Targets (issue 9)',
-    '',
-    ...tgs.map(line),
-    '',
-    `Remote scenario: ${R.remote.available ? R.remote.description : `not available here (${R.remote.reason})`}`,
-    '',
+    ...(tgs.length || !cfg.partial ? ['## Targets (issue 9)', '', ...tgs.map(line), ''] : []),
+    ...(ran('remote') ? [`Remote scenario: ${R.remote.available ? R.remote.description : `not available here (${R.remote.reason})`}`, ''] : []),
     ...(R.remote.targets ? [...R.remote.targets.map(line), ''] : []),
-    '## Summary: cycles/s',
-    '',
-    summaryTable(R),
-    ''
+    ...(ran('uncontended') || (R.remote && R.remote.uncontended) ? ['## Summary: cycles/s', '', summaryTable(R), ''] : [])
   ]
   for (const [c, sc] of Object.entries(R.local.uncontended)) {
     parts.push(`## Uncontended: ${workersLabel(c)}, each on its own key`, '', uncontendedTable(sc), '')
@@ -364,17 +425,18 @@ function render (R, tgs, others, meta, cfg, rchecks = []) {
   for (const [d, sc] of Object.entries(R.local.contention)) {
     parts.push(`## Contention: ${cfg.contentionWorkers} workers on one key, retry delay ${d} ms, ${cfg.csMs} ms critical section`, '', contentionTable(sc), '')
   }
-  parts.push(`## Commands sent per uncontended cycle and threads (MONITOR, ${cfg.auditWorkers} workers, after warm-up; one child per contender)`, '', auditTable(R.local.audit), '')
+  if (ran('audit')) parts.push(`## Commands sent per uncontended cycle and threads (MONITOR, ${cfg.auditWorkers} workers, after warm-up; one child per contender)`, '', auditTable(R.local.audit), '')
   if (R.local.memory.length) {
     parts.push(`## Memory: ${fmtInt(cfg.memoryCycles)} acquire+release cycles per contender, each in a fresh \`node --expose-gc\` process, GC forced before each reading`, '', memoryTable(R.local.memory), '')
   }
   if (R.redisson) {
     parts.push(...redissonSection(R.redisson, rchecks, cfg))
-  } else {
+  } else if (ran('redisson')) {
     parts.push('## Redisson face', '', cfg.redisson ? 'Not measured.' : 'Skipped (BENCH_NO_REDISSON=1).', '')
   }
-  parts.push('## Other checks (from earlier issues)', '', ...others.map(line), '')
+  if (R.wake) parts.push(...wakeSection(R.wake, wchecks, cfg))
+  if (others.length || !cfg.partial) parts.push('## Other checks (from earlier issues)', '', ...others.map(line), '')
   return parts.join('\n')
 }
 
-module.exports = { targets, ratioTargets, otherChecks, redissonChecks, render, machine, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON }
+module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, render, machine, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE }
