@@ -236,7 +236,7 @@ async function wakeHandoff (target) {
       const stalls = r.gaps.filter((g) => g > CFG.stallMs).length
       log(`wake handoff, round ${round + 1}, ${x.id}: ${r.handoffs} handoffs in ${r.seconds.toFixed(1)} s (${Math.round(r.handoffsPerSec)}/s), ` +
         `p50 ${percentile(r.gaps, 0.5).toFixed(3)} ms, p99 ${percentile(r.gaps, 0.99).toFixed(3)} ms, max ${Math.max(r.gaps[r.gaps.length - 1] || 0, r.openGapMs || 0).toFixed(1)} ms, ` +
-        `${stalls} stall(s) > ${CFG.stallMs} ms, ${r.handoffs ? (100 * r.sameWorker / r.handoffs).toFixed(1) : 'n/a'} % to the same worker${r.capped ? ', CAPPED' : ''}` +
+        `${stalls} stall(s) > ${CFG.stallMs} ms, ${r.handoffs + r.sameWorker ? (100 * r.sameWorker / (r.handoffs + r.sameWorker)).toFixed(1) : 'n/a'} % late arrivals (not counted)${r.capped ? ', CAPPED' : ''}` +
         `${r.overlaps ? `, ${r.overlaps} OVERLAPPING HOLD(S): the lock was not exclusive` : ''}`)
     }
   }

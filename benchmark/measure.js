@@ -153,7 +153,7 @@ const forJson = (sorted) => Array.from(sorted, (x) => Math.round(x * 1e4) / 1e4)
  * resolved while another worker of this process still held the lock (its
  * release() not yet called); anything but 0 means the lock is not exclusive.
  */
-async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs, stayOut = true }) {
+async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs, stayOut = true, holdMs = 1 }) {
   const gaps = new Samples()
   const otherGaps = new Samples() // to another worker than the previous holder
   const waits = new Samples()
@@ -171,8 +171,10 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs,
   let resolveDone
   const done = new Promise((resolve) => { resolveDone = resolve })
   // "The holder unlocks and stays out": after its release a worker waits
-  // until another worker has had the lock, so every handoff goes to a
-  // waiter (no barging by the releaser's immediate re-acquire).
+  // until another worker has the lock (held `holdMs`) before it asks again. A gap is
+  // recorded only when the new holder was already waiting when the release
+  // started; an acquire that began after it (a late arrival, which wins by
+  // its immediate first attempt) is counted apart.
   let acquiredBy = []
   const untilOtherHolds = (i) => new Promise((resolve) => acquiredBy.push({ i, resolve }))
   const finish = () => { if (!finished) { finished = true; resolveDone() } }
@@ -199,12 +201,23 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs,
         waits.push(Number(t - s) / 1e6)
         if (lastRelease !== null) {
           const gap = Number(t - lastRelease) / 1e6
-          gaps.push(gap)
-          if (lastHolder === i) same++
-          else otherGaps.push(gap)
+          if (s > lastRelease) {
+            // A late arrival: its acquire() started after the release, so
+            // it handed nothing over to a waiter. Not a handoff; counted.
+            same++
+          } else {
+            gaps.push(gap)
+            if (lastHolder !== i) otherGaps.push(gap)
+          }
         }
         if (timeUp && gaps.n >= minHandoffs) { closed = true; finish(); return }
       }
+      // A short critical section: a worker coming back from sitting out
+      // (at this acquisition) then finds the lock held and waits its turn
+      // like everyone else, instead of winning the free moment after the
+      // release with its immediate first attempt.
+      if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs))
+      if (finished) return
       lastHolder = i
       holding = -1
       lastRelease = hr()
@@ -273,7 +286,8 @@ function summarizeHandoffs (runs, stallMs) {
     // a gap still open when a round ended, counted as a stall if long enough
     openStalls: open.filter((g) => g > stallMs).length,
     openGapMaxMs: openMax,
-    sameWorker: runs.reduce((a, r) => a + r.sameWorker, 0) / Math.max(1, gaps.length),
+    // share of acquisitions by late arrivals (not handoffs, not in the gaps)
+    sameWorker: runs.reduce((a, r) => a + r.sameWorker, 0) / Math.max(1, gaps.length + runs.reduce((a, r) => a + r.sameWorker, 0)),
     // handoffs to another worker than the previous holder only
     otherHandoffs: others.length,
     otherP50: percentile(others, 0.5),

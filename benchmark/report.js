@@ -171,7 +171,7 @@ function wakeChecks (Rw, stallMs) {
   for (const [field, want] of [['p50', WAKE_P50_MS], ['p99', WAKE_P99_MS]]) {
     const name = `wakeOnRelease handoff ${field} ≤ ${want} ms`
     if (!a || !a.handoffs) { out.push(check(name, null, 'not measured')); continue }
-    out.push(check(name, a[field] <= want, `${fmt(a[field], 3)} ms over ${fmtInt(a.handoffs)} handoffs (${fmt(100 * a.sameWorker, 1)} % to the same worker; ` +
+    out.push(check(name, a[field] <= want, `${fmt(a[field], 3)} ms over ${fmtInt(a.handoffs)} handoffs (${fmt(100 * a.sameWorker, 1)} % of acquisitions by late arrivals, not counted; ` +
       `to another worker: ${field} ${fmt(a[field === 'p50' ? 'otherP50' : 'otherP99'], 3)} ms); max ${fmt(a.maxGap, 1)} ms, ${a.stalls + a.openStalls} stall(s) > ${stallMs} ms`))
   }
   const peers = JS_IDS.filter((id) => Rw[id] && Rw[id].handoffs)
@@ -181,7 +181,7 @@ function wakeChecks (Rw, stallMs) {
   } else {
     const plain = Rw[RS] && Rw[RS].handoffs ? `; redislock-rs without wakeOnRelease ${fmt(Rw[RS].p50, 3)} ms` : ''
     out.push(check(name, peers.every((id) => a.p50 < Rw[id].p50),
-      `${fmt(a.p50, 3)} ms vs ${peers.map((id) => `${id} ${fmt(Rw[id].p50, 3)} ms (${fmt(100 * Rw[id].sameWorker, 1)} % to the same worker)`).join(', ')}${plain}`))
+      `${fmt(a.p50, 3)} ms vs ${peers.map((id) => `${id} ${fmt(Rw[id].p50, 3)} ms (${fmt(100 * Rw[id].sameWorker, 1)} % late arrivals)`).join(', ')}${plain}`))
   }
   return out
 }
@@ -285,7 +285,7 @@ function redissonUncontendedTable (sc) {
  */
 function handoffTable (sc, stallMs, { wait = 'tryLock', other = false } = {}) {
   const lines = [
-    `| contender | handoffs (rounds, s recorded) | handoffs/s median (min–max) | handoff p50 ms | p99 ms | max ms | stalls > ${stallMs} ms | to the same worker | ` +
+    `| contender | handoffs (rounds, s recorded) | handoffs/s median (min–max) | handoff p50 ms | p99 ms | max ms | stalls > ${stallMs} ms | late arrivals (not counted) | ` +
       `${other ? 'to another worker: handoffs, p50 / p99 ms | ' : ''}wait in ${wait} p50 / p99 / max ms | process CPU µs/handoff |`,
     `|---|---:|---:|---:|---:|---:|---:|---:|${other ? '---:|' : ''}---:|---:|`
   ]
@@ -310,7 +310,7 @@ function redissonSection (Rr, checks, cfg) {
       'with one `new Redisson({ redis: { options: { host, port } } })` shared by all its workers, on the same redis-server as above, interleaved and rotated per round ' +
       `(${cfg.rounds} round(s)), medians. Uncontended: every worker its own lock name, \`tryLock(0, 10000)\` then \`unlock()\` in a loop, ${cfg.duration} ms after a ${cfg.warmup} ms warm-up. ` +
       `Handoff: ${cfg.handoffWorkers} workers, one lock object (own random clientId) each, on ONE lock name, each looping \`tryLock(false, 10000)\` (wait forever), a counter increment, \`unlock()\`; ` +
-      'a handoff is the time from the start of the previous holder\'s `unlock()` call to the next `tryLock` resolving (process.hrtime.bigint(), same process), and the releaser stays out until another worker has had the lock (issue 10: "the holder unlocks and stays out"), so every handoff goes to a waiter. ' +
+      'a handoff is the time from the start of the previous holder\'s `unlock()` call to the next `tryLock` resolving (process.hrtime.bigint(), same process), and the releaser stays out until another worker has had the lock (issue 10: "the holder unlocks and stays out"), and only acquisitions by workers already waiting when the release started count (late arrivals are counted apart). ' +
       `Recorded for ${cfg.handoffDuration} ms per round after a ${cfg.warmup} ms warm-up (at least ${cfg.handoffMin} handoffs, ${cfg.handoffCapExtraMs / 1000} s more at most); ` +
       'percentiles over all rounds\' handoffs pooled. Workers still waiting when a round ends are abandoned (not drained); a release still waiting for its next holder then is reported as an open gap. ' +
       '"Wait in tryLock" = from a worker\'s tryLock call to its resolving (how long a worker waits its turn).',
@@ -335,8 +335,8 @@ function wakeSection (Rw, checks, cfg) {
       `one lock object each, each looping acquire (waiting as long as it takes, retrying every ${cfg.wakeDelay} ms), a counter increment (no await, a ~0 ms hold), release. ` +
       `redislock-rs: \`createLock({host, port}, {timeout: 10000, retries: -1, delay: ${cfg.wakeDelay}})\` (REDISLOCK_RS_ENGINE=js), once with \`wakeOnRelease: true\` on every lock (holders and waiters) and once without (plain polling); ` +
       `redislock@1.3.0 \`retries: -1, delay: ${cfg.wakeDelay}\`; redlock \`retryCount: -1, retryDelay: ${cfg.wakeDelay}, retryJitter: 0\`; redis-semaphore Mutex \`retryInterval: ${cfg.wakeDelay}\`, acquireTimeout 600 s, refreshInterval 0. ` +
-      'A handoff is the time from the start of the previous holder\'s `release()` call to the next `acquire()` resolving (process.hrtime.bigint(), same process); the releaser stays out until another worker has had the lock, so every handoff goes to a waiter; ' +
-      'a releaser that takes the lock straight back counts too ("to the same worker"; the handoffs to another worker are also shown on their own). ' +
+      'A handoff is the time from the start of the previous holder\'s `release()` call to the next `acquire()` resolving (process.hrtime.bigint(), same process); the releaser stays out until another worker has had the lock, and only acquisitions by workers already waiting when the release started count; ' +
+      'only acquisitions by workers already waiting when the release started count as handoffs (a late arrival, whose acquire began after the release and won by its immediate first attempt, is counted apart as "late arrivals"). ' +
       `Interleaved and rotated per round (${cfg.rounds} round(s)), recorded for ${cfg.wakeDuration} ms per round after a ${cfg.warmup} ms warm-up (at least ${cfg.handoffMin} handoffs, ${cfg.handoffCapExtraMs / 1000} s more at most); ` +
       'percentiles over all rounds\' handoffs pooled, handoffs/s the median of the rounds. Waiters still waiting when a round ends are abandoned (not drained). ' +
       '"Wait in acquire" = from a worker\'s acquire call to its resolving.',
