@@ -23,6 +23,11 @@ export declare class Completer {
   /** `extend` as operation `id` (see `lock::extend`): `false` when not ours. */
   extend(endpoint: number, id: number, key: string, token: string, ms: number): void
   /**
+   * A Redlock operation on several endpoints as operation `id` (see
+   * `quorum::run`).
+   */
+  quorum(endpoints: Array<number>, id: number, op: number, key: string, token: string, nums: Array<number>): void
+  /**
    * An operation of the redislock face's options beyond redislock 1.3.0
    * as operation `id` (see `lockx::run`).
    */
@@ -79,6 +84,9 @@ export interface ConnectOptions {
   commandTimeout?: number
 }
 
+/** How an endpoint is named in errors (`host:port/db`, `unix:path/db`). */
+export declare function endpointName(endpoint: number): string
+
 /**
  * Stops keeping the lease of `key` for `token` without touching Redis (the
  * lock object was garbage-collected while held: the key expires by TTL).
@@ -126,6 +134,13 @@ export declare function loopExtend(endpoint: number, id: number, key: string, to
  * operation `id` on the JS-thread engine (see `lockx::run`).
  */
 export declare function loopLockx(endpoint: number, id: number, op: number, key: string, token: string, nums: Array<number>): void
+
+/**
+ * A Redlock operation on several endpoints as operation `id` on the
+ * JS-thread engine (see `quorum::run`): every server's command goes out
+ * from this thread, all at once.
+ */
+export declare function loopQuorum(endpoints: Array<number>, id: number, op: number, key: string, token: string, nums: Array<number>): void
 
 /**
  * A Redisson face operation as operation `id` on the JS-thread engine

@@ -159,6 +159,47 @@ export interface Lock {
   extend(time: number, callback: LockCallback): Bluebird<void>
 }
 
+/** Settings of a lock on several independent servers (Redlock). */
+export interface QuorumLockOptions {
+  timeout?: number
+  retries?: number
+  delay?: number
+  /** Bound on each server's answer per step, in ms. Default `max(50, timeout / 100)`, never above a server's `commandTimeout`. */
+  serverTimeout?: number
+  /** Up to this much random extra wait between attempts, in ms. Default 20. */
+  retryJitter?: number
+}
+
+/** What one server did in a quorum operation (`err.servers`). */
+export interface ServerOutcome {
+  /** `host:port/db` (or `unix:path/db`). */
+  server: string
+  outcome: 'acquired' | 'held' | 'released' | 'extended' | 'not-ours' | 'timeout' | 'unreachable' | 'error'
+  /** The underlying error's message, for `unreachable` and `error`. */
+  error?: string
+}
+
+/** A lock on a majority of several independent Redis servers (Redlock), made by `createLock([...])`. */
+export interface QuorumLock {
+  /** Random token (UUID) written on every server. */
+  readonly _id: string
+  readonly _locked: boolean
+  readonly _key: string | null
+  timeout: number
+  retries: number
+  delay: number
+  serverTimeout: number
+  retryJitter: number
+  /** Takes the lock on a majority within a positive validity. Rejects with `LockAcquisitionError` (with `servers`). */
+  acquire(key: string, callback?: LockCallback): Bluebird<void>
+  /** Releases it everywhere; rejects with `LockReleaseError` when fewer than a majority confirmed. */
+  release(callback?: LockCallback): Bluebird<void>
+  /** Extends it on a majority within the new validity; otherwise the lock is lost and released (`LockExtendError`). */
+  extend(time: number, callback?: LockCallback): Bluebird<void>
+  /** How long the lock is valid for, in ms (never negative; 0 when not held). */
+  validityMs(): number
+}
+
 /** Options for the optional `cause` of a lock error. */
 export interface LockErrorOptions {
   cause?: unknown
@@ -170,6 +211,8 @@ export declare class LockAcquisitionError extends Error {
   name: 'LockAcquisitionError'
   /** The underlying Redis or connection error, when there was one. */
   cause?: unknown
+  /** A quorum lock's failure: what every server did. */
+  servers?: ServerOutcome[]
 }
 
 /** Raised when a lock could not be released (not held, had expired, Redis failure). */
@@ -178,6 +221,8 @@ export declare class LockReleaseError extends Error {
   name: 'LockReleaseError'
   /** The underlying Redis or connection error, when there was one. */
   cause?: unknown
+  /** A quorum lock's failure: what every server did. */
+  servers?: ServerOutcome[]
 }
 
 /** Raised when a lock could not be extended (bad time, not held, had expired, Redis failure). */
@@ -186,6 +231,8 @@ export declare class LockExtendError extends Error {
   name: 'LockExtendError'
   /** The underlying Redis or connection error, when there was one. */
   cause?: unknown
+  /** A quorum lock's failure: what every server did. */
+  servers?: ServerOutcome[]
 }
 
 /** Raised (as `lock.signal.reason`) when a held lock was lost. */
@@ -227,6 +274,8 @@ export declare function inspect(client: RedisClient, key: string): Promise<LockI
 
 /** A new, unlocked Lock using `client` (a Redis client, URL or connection options). */
 export declare function createLock(client: RedisClient, options?: LockOptions): Lock
+/** A new, unlocked lock on a majority of these independent servers (Redlock). */
+export declare function createLock(clients: readonly RedisClient[], options?: QuorumLockOptions): QuorumLock
 
 /** Sets the defaults for locks created afterwards; `null`/`undefined` fields are ignored. */
 export declare function setDefaults(options?: LockOptions | null): void

@@ -18,6 +18,7 @@ const redislock = require('redislock')
 const R = require('..')
 const { useRedis, startRedis } = require('./helpers/redis')
 const { startProxy } = require('./helpers/proxy')
+const { startMonitor } = require('./helpers/monitor')
 
 const redis = useRedis({ args: ['--enable-debug-command', 'yes'] })
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -135,11 +136,9 @@ describe('autoExtend: leases kept from Rust', () => {
 
   test('a release racing a renewal in flight: no lost signal, no renewal after the release, key gone', async () => {
     const proxy = await startProxy(redis.server.port)
-    const dup = redis.check.duplicate()
-    const mon = await dup.monitor()
+    const mon = await startMonitor(redis.server.port)
     try {
-      const seen = []
-      mon.on('monitor', (_, args) => seen.push(args))
+      const seen = mon.seen
       for (let i = 0; i < 6; i++) {
         const key = fresh('race')
         const lock = R.createLock({ host: '127.0.0.1', port: proxy.port }, { timeout: 450, autoExtend: true })
@@ -159,8 +158,7 @@ describe('autoExtend: leases kept from Rust', () => {
           `nothing after the release: ${mine}`)
       }
     } finally {
-      mon.disconnect()
-      dup.disconnect()
+      mon.close()
       await proxy.close()
     }
   })

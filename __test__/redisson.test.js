@@ -17,6 +17,7 @@ const NR = require('node-redisson')
 const RS = require('../redisson')
 const { useRedis } = require('./helpers/redis')
 const { startProxy } = require('./helpers/proxy')
+const { startMonitor } = require('./helpers/monitor')
 
 const opened = []
 // Registered before useRedis's own hook, so it runs before the server stops.
@@ -222,16 +223,14 @@ test('watchdog: a lock without lease survives a blocked event loop, and no renew
   assert.equal(await lock.isLocked(), true, 'still held after 5 s with a 1 s lease')
   const pttl = await redis.check.pttl(name)
   assert.ok(pttl > 0 && pttl <= 1000, `lease renewed to the watchdog timeout: ${pttl}`)
-  const dup = redis.check.duplicate()
-  const mon = await dup.monitor()
+  const mon = await startMonitor(redis.server.port)
   const seen = []
-  mon.on('monitor', (_, args) => { if (args.includes(name)) seen.push(args[0]) })
+  mon.on((args) => { if (args.includes(name)) seen.push(args[0].toLowerCase()) })
   try {
     await lock.unlock()
     await sleep(1500)
   } finally {
-    mon.disconnect()
-    dup.disconnect()
+    mon.close()
   }
   assert.equal(await redis.check.exists(name), 0)
   // MONITOR also lists the commands a script runs: the unlock is the
@@ -367,8 +366,7 @@ test('an unlock retried after a timeout decrements the hold count once', async (
   const proxy = await startProxy(redis.server.port)
   const rs = new RS.Redisson({ redis: { options: { host: '127.0.0.1', port: proxy.port, commandTimeout: 200 } } })
   opened.push(rs)
-  const dup = redis.check.duplicate()
-  const mon = await dup.monitor()
+  const mon = await startMonitor(redis.server.port)
   try {
     const name = fresh('unlock-retry')
     const lock = rs.getLock(name, 'me')
@@ -377,7 +375,7 @@ test('an unlock retried after a timeout decrements the hold count once', async (
     const [field] = Object.keys(await redis.check.hgetall(name))
     assert.equal(await redis.check.hget(name, field), '2')
     const seen = []
-    mon.on('monitor', (_, args) => { if (args.includes(name)) seen.push(args[0].toLowerCase()) })
+    mon.on((args) => { if (args.includes(name)) seen.push(args[0].toLowerCase()) })
     proxy.delayReplies(600)
     const unlocking = lock.unlock()
     await sleep(50)
@@ -391,8 +389,7 @@ test('an unlock retried after a timeout decrements the hold count once', async (
     await lock.unlock()
     assert.equal(await redis.check.exists(name), 0)
   } finally {
-    mon.disconnect()
-    dup.disconnect()
+    mon.close()
     proxy.forward()
     await rs.quit()
     await proxy.close()

@@ -11,8 +11,10 @@ const Promise = require('bluebird')
 const { start } = require('./operations')
 const { targetFor } = require('./targets')
 const keeper = require('./keeper')
+const holds = require('./holds')
+const { lose } = holds
 const { keeperRemaining } = require('./native')
-const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, lockLost } = require('./errors')
+const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
 
 // Hidden per-lock state: symbols stay out of Object.keys(lock).
 // The engine that runs this lock's operations, and the endpoint's id it
@@ -40,22 +42,15 @@ const F_KEEP = 4
 const now = () => performance.now()
 
 /**
- * One acquisition's state: when its lease is known to end (performance.now
- * clock; conservative), its fencing token, whether the keeper renews it,
- * its AbortSignal (made on first use) and why it was lost.
+ * One acquisition's state (lib/holds.js) with when its lease is known to
+ * end (performance.now clock; conservative), its option bits, its keeper
+ * hold id and its fencing token.
  */
 function newHold (expires, flags, id, fencing) {
-  return { expires, flags, id, fencing, controller: null, lost: null }
+  // A literal of the full shape (not holds.newHold's spread): this runs on
+  // every acquire.
+  return { controller: null, lost: null, expires, flags, id, fencing }
 }
-
-/** Marks `hold` lost for `reason` (once) and aborts its signal. */
-function lose (hold, reason, key) {
-  if (hold.lost !== null) return
-  hold.lost = lockLost(reason, key)
-  if (hold.controller !== null) hold.controller.abort(hold.lost)
-}
-
-// What each operation's outcome does to the lock (see operations.js).
 
 function settleAcquire (lock, key, acquired, err, resolve, reject) {
   lock[kBusy] = false
@@ -372,13 +367,7 @@ class Lock {
    * happen; without it a loss is found by `extend` or `release`.
    */
   get signal () {
-    const hold = this[kHold]
-    if (hold === null) return null
-    if (hold.controller === null) {
-      hold.controller = new AbortController()
-      if (hold.lost !== null) hold.controller.abort(hold.lost)
-    }
-    return hold.controller.signal
+    return holds.signalOf(this[kHold])
   }
 
   /** The current hold's fencing token (a bigint; `fencing: true`), else null. */

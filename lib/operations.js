@@ -19,7 +19,7 @@
  */
 
 const Promise = require('bluebird')
-const { Completer, LoopEngine, loopAcquire, loopRelease, loopExtend, loopRedisson, loopLockx } = require('./native')
+const { Completer, LoopEngine, loopAcquire, loopRelease, loopExtend, loopRedisson, loopLockx, loopQuorum } = require('./native')
 
 const ENGINES = ['js', 'tokio']
 const requested = process.env.REDISLOCK_RS_ENGINE || undefined
@@ -53,7 +53,7 @@ function engineFor () {
       // Registers this environment's onDone; the operations are plain
       // functions (no class to unwrap per call).
       new LoopEngine(onDone) // eslint-disable-line no-new
-      loopEngine = { acquire: loopAcquire, release: loopRelease, extend: loopExtend, redisson: loopRedisson, lockx: loopLockx }
+      loopEngine = { acquire: loopAcquire, release: loopRelease, extend: loopExtend, redisson: loopRedisson, lockx: loopLockx, quorum: loopQuorum }
     }
     return loopEngine
   }

@@ -12,7 +12,8 @@
 //!
 //! Connecting is single-flight: every call that arrives while a connect is in
 //! progress awaits that same attempt, and shares its failure, so a dead
-//! server costs each caller at most one connect timeout.
+//! server costs each caller at most one connect timeout. The attempt runs
+//! as its own task, so it finishes even if every caller gave up on it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, Once, Weak};
@@ -103,7 +104,7 @@ impl SharedConnection {
             let connecting = match &slot.current {
                 Some(c) => c.clone(),
                 None => {
-                    let c = connect(self.endpoint.clone()).boxed().shared();
+                    let c = connecting(self.endpoint.clone());
                     slot.current = Some(c.clone());
                     c
                 }
@@ -122,6 +123,25 @@ impl SharedConnection {
                 Err(e)
             }
         }
+    }
+}
+
+/// A connect that runs to its end even when every caller stops waiting (a
+/// quorum lock bounds each server by a timeout shorter than a connect): on
+/// a tokio runtime it is its own task; elsewhere it runs while awaited.
+fn connecting(endpoint: Endpoint) -> Connecting {
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => {
+            let task = rt.spawn(connect(endpoint));
+            async move {
+                task.await.unwrap_or_else(|e| {
+                    Err(Error::Internal(format!("the connect task failed: {e}")))
+                })
+            }
+            .boxed()
+            .shared()
+        }
+        Err(_) => connect(endpoint).boxed().shared(),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod error;
 pub mod keeper;
 pub mod keys;
 pub mod lock;
+pub mod quorum;
 pub mod reentrant;
 pub mod resp;
 pub mod scripts;

@@ -9,11 +9,11 @@ const lock: Lock = createLock('redis://127.0.0.1:6379')
 lock.acquire(123) // error TS2345
 lock.extend('100') // error TS2345
 createLock() // error TS2554
-createLock(6379) // error TS2345
-createLock(null) // error TS2345
-createLock({ hots: 'localhost' }) // error TS2353
-createLock('redis://localhost', { timeout: '100' }) // error TS2322
-createLock('redis://localhost', { ttl: 100 }) // error TS2353
+createLock(6379) // error TS2769
+createLock(null) // error TS2769
+createLock({ hots: 'localhost' }) // error TS2769
+createLock('redis://localhost', { timeout: '100' }) // error TS2769
+createLock('redis://localhost', { ttl: 100 }) // error TS2769
 lock.acquire('k', (err: Error | null, value: string) => {}) // error TS2769
 lock.release((err: string) => {}) // error TS2345
 lock.release('k') // error TS2345

@@ -10,7 +10,10 @@ import {
   LockLostError,
   type Lock,
   type LockLostReason,
-  type LockInspection
+  type LockInspection,
+  type QuorumLock,
+  type ServerOutcome,
+  LockAcquisitionError
 } from 'redislock-rs'
 
 async function beyond (): Promise<bigint | null> {
@@ -54,6 +57,21 @@ async function beyond (): Promise<bigint | null> {
   const fence: bigint | undefined = info.fencingToken
   console.log(ttl, fence, info.owner)
 
+  const quorum: QuorumLock = createLock(['redis://a:6379', 'redis://b:6379', { host: 'c', port: 6379 }], { timeout: 5000, serverTimeout: 50 })
+  try {
+    await quorum.acquire('job')
+    const valid: number = quorum.validityMs()
+    await quorum.extend(5000)
+    await quorum.release()
+    console.log(valid)
+  } catch (err) {
+    if (err instanceof LockAcquisitionError) {
+      const servers: ServerOutcome[] | undefined = err.servers
+      console.log(servers?.map((s) => `${s.server} ${s.outcome}`))
+    }
+  }
+  // @ts-expect-error a quorum lock has no fencing option
+  createLock(['redis://a', 'redis://b'], { fencing: true })
   // @ts-expect-error autoExtend bounds are numbers
   createLock('redis://x', { autoExtend: { maxHoldMs: '1m' } })
   // @ts-expect-error fencing is a boolean

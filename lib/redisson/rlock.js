@@ -11,7 +11,8 @@
 const { randomUUID } = require('crypto')
 const { start } = require('../operations')
 const keeper = require('../keeper')
-const { RedissonLockError, nativeMessage, lockLost } = require('../errors')
+const { RedissonLockError, nativeMessage } = require('../errors')
+const { newHold, lose, signalOf } = require('../holds')
 const { TimeUnit } = require('./timeunit')
 
 // Operation codes (src/node/redisson.rs).
@@ -68,23 +69,12 @@ function leaseOf (leaseTime, unit) {
 // keeper keeps one lease per owner field, whichever RLock objects took it.
 const watched = new Map()
 
-/** One RLock object's hold: its AbortSignal (made on first use), why lost. */
-function newHold () {
-  return { controller: null, lost: null }
-}
-
-function lose (hold, reason, name) {
-  if (hold.lost !== null) return
-  hold.lost = lockLost(reason, name)
-  if (hold.controller !== null) hold.controller.abort(hold.lost)
-}
-
 function settleTryLock (lock, ctx, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
   if (outcome) {
     // node-redisson: a fixed lease becomes the lease of later unlocks.
     if (ctx.lease !== null) lock._leaseMs = ctx.lease
-    if (lock._count++ === 0) lock._hold = newHold()
+    if (lock._count++ === 0) lock._hold = newHold(null)
     if (ctx.watch !== null) {
       const w = ctx.watch
       if (!watched.has(w.key)) watched.set(w.key, w)
@@ -168,13 +158,7 @@ class RLock {
    * unlock found it not ours), never by a clean unlock; null before the first.
    */
   get signal () {
-    const hold = this._hold
-    if (hold === null) return null
-    if (hold.controller === null) {
-      hold.controller = new AbortController()
-      if (hold.lost !== null) hold.controller.abort(hold.lost)
-    }
-    return hold.controller.signal
+    return signalOf(this._hold)
   }
 
   get name () {

@@ -22,7 +22,7 @@ use napi::threadsafe_function::{
 use napi_derive::napi;
 
 use super::done::{panicked, Done, DoneArgs, Outcome};
-use super::{lockx, redisson, target};
+use super::{lockx, quorum, redisson, target};
 use crate::error::{Error as CoreError, Result};
 use crate::lock::{self, AcquireOptions};
 
@@ -199,6 +199,27 @@ impl Completer {
             let ms = lock::extension_from_number(ms)?;
             let mut c = inner.get().await?;
             lock::extend(&mut c, &key, &token, ms).await
+        });
+    }
+
+    /// A Redlock operation on several endpoints as operation `id` (see
+    /// `quorum::run`).
+    #[napi(catch_unwind)]
+    pub fn quorum(
+        &self,
+        endpoints: Vec<u32>,
+        id: u32,
+        op: u32,
+        key: String,
+        token: String,
+        nums: Vec<f64>,
+    ) {
+        self.shared.run(id, async move {
+            let targets = quorum::targets(&endpoints)?;
+            let shared: Vec<_> = targets.iter().map(|t| Arc::clone(&t.shared)).collect();
+            let connect = |i: usize| shared[i].get();
+            let timer = crate::timer::TokioTimer;
+            quorum::run(op, targets, connect, &timer, &key, &token, &nums).await
         });
     }
 

@@ -10,6 +10,8 @@ mod done;
 #[cfg_attr(test, allow(dead_code))]
 mod lockx;
 #[cfg_attr(test, allow(dead_code))]
+mod quorum;
+#[cfg_attr(test, allow(dead_code))]
 mod redisson;
 // The napi registrations are what use the JS-thread engine; a `cargo test`
 // build of the lib has none.
@@ -212,4 +214,11 @@ pub fn keeper_drop(endpoint: u32, key: String, token: String) -> napi::Result<()
     let target = target(endpoint).map_err(to_napi)?;
     lockx::drop_kept(&target, &key, &token);
     Ok(())
+}
+
+/// How an endpoint is named in errors (`host:port/db`, `unix:path/db`).
+#[cfg_attr(test, allow(dead_code))]
+#[napi(catch_unwind)]
+pub fn endpoint_name(endpoint: u32) -> napi::Result<String> {
+    Ok(target(endpoint).map_err(to_napi)?.endpoint.describe())
 }

@@ -287,6 +287,26 @@ pub fn loop_lockx(
     })
 }
 
+/// A Redlock operation on several endpoints as operation `id` on the
+/// JS-thread engine (see `quorum::run`): every server's command goes out
+/// from this thread, all at once.
+#[napi(catch_unwind)]
+pub fn loop_quorum(
+    env: Env,
+    endpoints: Vec<u32>,
+    id: u32,
+    op: u32,
+    key: String,
+    token: String,
+    nums: Vec<f64>,
+) -> napi::Result<()> {
+    LoopEngine::run(&env, id, async move {
+        let targets = super::quorum::targets(&endpoints)?;
+        let connect = |i: usize| LoopConn::connect(endpoints[i]);
+        super::quorum::run(op, targets, connect, &LoopTimer, &key, &token, &nums).await
+    })
+}
+
 fn check(status: sys::napi_status) -> napi::Result<()> {
     if status == sys::Status::napi_ok {
         Ok(())

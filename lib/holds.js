@@ -1,0 +1,33 @@
+'use strict'
+
+/**
+ * One acquisition's lost-lock state, the same for both faces: an
+ * AbortSignal made on first use (so a lock nobody asks for a signal pays
+ * for none) and, once lost, the LockLostError that aborted it.
+ */
+
+const { lockLost } = require('./errors')
+
+/** A hold, with `fields` (the face's own state) merged in. */
+function newHold (fields) {
+  return { controller: null, lost: null, ...fields }
+}
+
+/** Marks `hold` lost for `reason` (once) and aborts its signal. */
+function lose (hold, reason, key) {
+  if (hold.lost !== null) return
+  hold.lost = lockLost(reason, key)
+  if (hold.controller !== null) hold.controller.abort(hold.lost)
+}
+
+/** The AbortSignal of `hold` (null: no hold yet), already aborted if lost. */
+function signalOf (hold) {
+  if (hold === null) return null
+  if (hold.controller === null) {
+    hold.controller = new AbortController()
+    if (hold.lost !== null) hold.controller.abort(hold.lost)
+  }
+  return hold.controller.signal
+}
+
+module.exports = { newHold, lose, signalOf }

@@ -1,0 +1,224 @@
+'use strict'
+
+/**
+ * Redlock: `createLock([a, b, c, …], options)` — one lock on several
+ * independent Redis servers, with redislock's API (acquire / release /
+ * extend, callbacks, Bluebird promises, the three error classes). The
+ * algorithm runs in Rust (src/quorum.rs); here are the lock's state and
+ * the errors, which say what every server did (`err.servers`).
+ */
+
+const { randomUUID } = require('crypto')
+const Promise = require('bluebird')
+const { start } = require('./operations')
+const { targetFor } = require('./targets')
+const { endpointName } = require('./native')
+const { CLIENT_KINDS } = require('./clients')
+const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
+
+const OP_ACQUIRE = 0
+const OP_RELEASE = 1
+const OP_EXTEND = 2
+const now = () => performance.now()
+
+/** The native report: { granted, validityMs, attempts, servers: [{ outcome, error? }] }. */
+function parse (value) {
+  const lines = String(value).split('\n')
+  const [granted, validity, attempts] = lines[0].split(' ')
+  const servers = lines.slice(1).map((line) => {
+    const tab = line.indexOf('\t')
+    return tab < 0 ? { outcome: line } : { outcome: line.slice(0, tab), error: line.slice(tab + 1) }
+  })
+  return { granted: granted === '1', validityMs: Number(validity), attempts: Number(attempts), servers }
+}
+
+/** "2 acquired, 3 held by another owner" */
+function tally (servers) {
+  const words = {
+    acquired: 'acquired',
+    held: 'held by another owner',
+    released: 'released',
+    extended: 'extended',
+    'not-ours': 'not ours (expired or taken)',
+    timeout: 'timed out',
+    unreachable: 'unreachable',
+    error: 'failed'
+  }
+  const counts = new Map()
+  for (const s of servers) counts.set(s.outcome, (counts.get(s.outcome) || 0) + 1)
+  return [...counts].map(([o, n]) => `${n} ${words[o] || o}`).join(', ')
+}
+
+function withServers (err, lock, report) {
+  err.servers = report.servers.map((s, i) => {
+    const entry = { server: lock._serverNames[i], outcome: s.outcome }
+    if (s.error !== undefined) entry.error = s.error
+    return entry
+  })
+  return err
+}
+
+function settleAcquire (lock, key, outcome, err, resolve, reject, value) {
+  lock._busy = false
+  if (err) return reject(wrapError(err, LockAcquisitionError))
+  const r = parse(value)
+  const n = r.servers.length
+  const need = Math.floor(n / 2) + 1
+  if (!r.granted) {
+    const got = r.servers.filter((s) => s.outcome === 'acquired').length
+    const why = got >= need
+      ? `acquired on ${got} of ${n} servers, but no validity was left (${r.validityMs} ms: timeout ${lock.timeout} ms − time spent − drift)`
+      : `acquired on ${got} of ${n} servers, needed ${need}: ${tally(r.servers)}`
+    const tries = r.attempts > 1 ? ` after ${r.attempts} attempts` : ''
+    return reject(withServers(new LockAcquisitionError(`Could not acquire lock on "${key}"${tries}: ${why}`), lock, r))
+  }
+  lock._locked = true
+  lock._key = key
+  lock._validUntil = now() + r.validityMs
+  lock._acquired.set(lock._id, lock)
+  resolve()
+}
+
+function settleRelease (lock, key, outcome, err, resolve, reject, value) {
+  if (err) return reject(wrapError(err, LockReleaseError))
+  forget(lock)
+  const r = parse(value)
+  if (!r.granted) {
+    const n = r.servers.length
+    const done = r.servers.filter((s) => s.outcome === 'released').length
+    const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
+      ? `Lock on "${key}" had expired`
+      : `Lock on "${key}" was released on ${done} of ${n} servers, needed ${Math.floor(n / 2) + 1}: ${tally(r.servers)} (the rest expire by their TTL)`
+    return reject(withServers(new LockReleaseError(msg), lock, r))
+  }
+  resolve()
+}
+
+function settleExtend (lock, key, outcome, err, resolve, reject, value) {
+  if (err) return reject(wrapError(err, LockExtendError))
+  const r = parse(value)
+  if (r.granted) {
+    lock._validUntil = now() + r.validityMs
+    return resolve()
+  }
+  forget(lock)
+  const n = r.servers.length
+  const done = r.servers.filter((s) => s.outcome === 'extended').length
+  const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
+    ? `Lock on "${key}" had expired`
+    : `Lock on "${key}" could not be extended (extended on ${done} of ${n} servers, needed ${Math.floor(n / 2) + 1}: ${tally(r.servers)}${r.validityMs <= 0 ? `; no validity left: ${r.validityMs} ms` : ''}); it is lost and was released everywhere`
+  reject(withServers(new LockExtendError(msg), lock, r))
+}
+
+function forget (lock) {
+  lock._locked = false
+  lock._key = null
+  lock._validUntil = 0
+  lock._acquired.delete(lock._id)
+}
+
+function rejected (err, fn) {
+  const p = Promise.reject(err)
+  return fn === undefined ? p : p.nodeify(fn)
+}
+
+function intOption (options, name) {
+  const v = options[name]
+  if (v === undefined || v === null) return 0
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {
+    throw new RangeError(`createLock option ${name} must be a positive integer number of milliseconds; got ${String(v)}`)
+  }
+  return v
+}
+
+class QuorumLock {
+  /**
+   * @param clients  an array of what createLock takes, one per server
+   * @param options  {timeout, retries, delay, serverTimeout, retryJitter}
+   * @param defaults redislock's defaults (Lock._defaults)
+   * @param acquired the process's held locks (Lock._acquiredLocks)
+   */
+  constructor (clients, options, defaults, acquired) {
+    if (clients.length === 0) throw new TypeError(`createLock expects ${CLIENT_KINDS}, or a non-empty array of them (one per independent server); got an empty array`)
+    if (options !== undefined && options !== null && typeof options !== 'object') {
+      throw new TypeError(`createLock options must be an object; got ${typeof options}`)
+    }
+    options = options || {}
+    for (const name of ['fencing', 'autoExtend', 'wakeOnRelease']) {
+      if (options[name] !== undefined && options[name] !== false && options[name] !== null) {
+        throw new TypeError(name === 'fencing'
+          ? 'createLock([...], { fencing }) is refused: independent servers share no counter, so no fencing token can be strictly increasing across them; use one Redis (or Redis Cluster) for fenced locks'
+          : `createLock([...], { ${name} }) is not supported for a lock on several servers yet`)
+      }
+    }
+    const targets = clients.map((c, i) => targetFor(c, `createLock([...]) server ${i}`))
+    const prefixes = new Set(targets.map((t) => t.prefix))
+    if (prefixes.size > 1) throw new TypeError('createLock([...]): every server\'s client must have the same key prefix')
+    if (new Set(targets.map((t) => t.endpoint)).size !== targets.length) {
+      throw new TypeError('createLock([...]): the same server is listed twice (a quorum needs independent servers)')
+    }
+    this._id = randomUUID()
+    this._locked = false
+    this._key = null
+    this._client = clients
+    for (const key in defaults) {
+      this[key] = defaults[key]
+      if (key in options) this[key] = parseInt(options[key], 10) || 0
+    }
+    this.serverTimeout = intOption(options, 'serverTimeout')
+    this.retryJitter = options.retryJitter === undefined ? 20 : intOption(options, 'retryJitter')
+    Object.defineProperties(this, {
+      _engine: { value: targets[0].engine },
+      _endpoints: { value: targets.map((t) => t.endpoint) },
+      _prefix: { value: targets[0].prefix },
+      _serverNames: { value: targets.map((t) => endpointName(t.endpoint)) },
+      _acquired: { value: acquired },
+      _busy: { value: false, writable: true },
+      _validUntil: { value: 0, writable: true }
+    })
+  }
+
+  /** Takes the lock on a majority of the servers (see src/quorum.rs). */
+  acquire (key, fn) {
+    if (typeof fn !== 'function') fn = undefined
+    if (this._locked || this._busy) return rejected(new LockAcquisitionError('Lock already held'), fn)
+    if (typeof key !== 'string' || key === '') {
+      return rejected(new LockAcquisitionError(`Invalid lock key ${JSON.stringify(String(key))}: the key must be a non-empty string`), fn)
+    }
+    this._busy = true
+    const nums = [this.timeout, this.retries, this.delay, this.serverTimeout, this.retryJitter]
+    const p = this._run(settleAcquire, key, OP_ACQUIRE, nums)
+    return fn === undefined ? p : p.nodeify(fn)
+  }
+
+  /** Deletes the lock on every server where it is still ours. */
+  release (fn) {
+    if (!this._locked) return rejected(new LockReleaseError('Lock has not been acquired'), fn)
+    const p = this._run(settleRelease, this._key, OP_RELEASE, [this.timeout, this.serverTimeout])
+    return fn === undefined ? p : p.nodeify(fn)
+  }
+
+  /** Sets the lock's TTL to `time` ms on a majority, within the new validity. */
+  extend (time, fn) {
+    if (typeof time !== 'number' || !time || time !== parseInt(time, 10) || time < 0 || time > Number.MAX_SAFE_INTEGER) {
+      return rejected(new LockExtendError('Int time is required to extend lock'), fn)
+    }
+    if (!this._locked) return rejected(new LockExtendError('Lock has not been acquired'), fn)
+    const p = this._run(settleExtend, this._key, OP_EXTEND, [time, this.serverTimeout])
+    return fn === undefined ? p : p.nodeify(fn)
+  }
+
+  /** How long the lock is valid for, in ms (never negative; 0 when not held). */
+  validityMs () {
+    return this._locked ? Math.max(0, Math.floor(this._validUntil - now())) : 0
+  }
+
+  _run (settle, key, op, nums) {
+    const lock = this
+    return start(settle, this, key, function (id) {
+      lock._engine.quorum(lock._endpoints, id, op, lock._prefix + key, lock._id, nums)
+    })
+  }
+}
+
+module.exports = QuorumLock

@@ -1,0 +1,136 @@
+//! Redlock operations (`createLock([a, b, c], …)`), as both engines run
+//! them: the arguments from JavaScript, one [`run`] over a connection per
+//! server, the report back as text (see [`encode`]).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+
+use super::done::Reply;
+use super::Target;
+use crate::error::{Error, Result};
+use crate::lock::AcquireOptions;
+use crate::quorum::{self, QuorumOptions, Report, Step};
+use crate::timer::Timer;
+
+/// The operation codes JavaScript passes (lib/quorum.js).
+const ACQUIRE: u32 = 0;
+const RELEASE: u32 = 1;
+const EXTEND: u32 = 2;
+
+/// The server timeout: `requested` ms (0: the default, `max(50, ttl /
+/// 100)`), never above any server's command timeout.
+fn server_timeout(requested: f64, ttl_ms: u64, targets: &[Arc<Target>]) -> Result<Duration> {
+    let ms = if requested == 0.0 {
+        (ttl_ms / 100).max(50)
+    } else if requested.is_finite() && requested >= 1.0 && requested.fract() == 0.0 {
+        requested.min(u32::MAX as f64) as u64
+    } else {
+        return Err(Error::InvalidArgument(format!(
+            "Invalid serverTimeout {requested}: expected a positive integer number of milliseconds"
+        )));
+    };
+    let cap = targets
+        .iter()
+        .map(|t| t.endpoint.command_timeout)
+        .min()
+        .unwrap_or(Duration::from_millis(ms));
+    Ok(Duration::from_millis(ms).min(cap))
+}
+
+/// A number in 0..1 for the retry jitter.
+fn random() -> f64 {
+    (uuid::Uuid::new_v4().as_u128() >> 75) as f64 / (1u64 << 53) as f64
+}
+
+/// Runs operation `op` on `targets` (connections from `connect(i)`).
+/// `nums`: ACQUIRE `[ttl, retries, delay, serverTimeout, jitter]`, EXTEND
+/// `[ms, serverTimeout]`, RELEASE `[ttl, serverTimeout]` (0: default).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run<C, F, Fut>(
+    op: u32,
+    targets: Vec<Arc<Target>>,
+    connect: F,
+    timer: &dyn Timer,
+    key: &str,
+    token: &str,
+    nums: &[f64],
+) -> Result<Reply>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    let num = |i: usize| nums.get(i).copied().unwrap_or(0.0);
+    let n = targets.len();
+    let (step, report) = match op {
+        ACQUIRE => {
+            let base = AcquireOptions::from_numbers(num(0), num(1), num(2))?;
+            let jitter = num(4);
+            if !(jitter.is_finite() && jitter >= 0.0) {
+                return Err(Error::InvalidArgument(format!(
+                    "Invalid retryJitter {jitter}: expected a non-negative number of milliseconds"
+                )));
+            }
+            let opts = QuorumOptions {
+                ttl_ms: base.ttl_ms,
+                retries: base.retries,
+                delay: base.delay,
+                server_timeout: server_timeout(num(3), base.ttl_ms, &targets)?,
+                jitter: Duration::from_millis(jitter.min(3_600_000.0) as u64),
+            };
+            let report = quorum::acquire(n, connect, timer, key, token, &opts, &random).await?;
+            (Step::Acquire, report)
+        }
+        EXTEND => {
+            let ms = crate::lock::extension_from_number(num(0))?;
+            let within = server_timeout(num(1), ms, &targets)?;
+            let report = quorum::extend(n, connect, timer, key, token, ms, within).await?;
+            (Step::Extend, report)
+        }
+        RELEASE => {
+            let ttl = crate::lock::positive_int(num(0)).unwrap_or(10_000);
+            let within = server_timeout(num(1), ttl, &targets)?;
+            let report = quorum::release(n, connect, timer, key, token, within).await?;
+            (Step::Release, report)
+        }
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "unknown quorum operation {other}"
+            )))
+        }
+    };
+    Ok(Reply::With(encode(&report, step)))
+}
+
+/// The report as JavaScript reads it (lib/quorum.js): a first line
+/// `<granted 0|1> <validity ms> <attempts>`, then one line per server,
+/// `<outcome>` or `<outcome>\t<error message>` (tabs and newlines in the
+/// message replaced by spaces).
+fn encode(report: &Report, step: Step) -> String {
+    let mut out = format!(
+        "{} {} {}",
+        u8::from(report.granted),
+        report.validity_ms,
+        report.attempts
+    );
+    for o in &report.outcomes {
+        out.push('\n');
+        out.push_str(o.name(step));
+        if let Some(m) = o.message() {
+            out.push('\t');
+            out.extend(
+                m.chars()
+                    .map(|c| if c == '\n' || c == '\t' { ' ' } else { c }),
+            );
+        }
+    }
+    out
+}
+
+/// The targets of `endpoints`, in order.
+pub(crate) fn targets(endpoints: &[u32]) -> Result<Vec<Arc<Target>>> {
+    endpoints.iter().map(|&e| super::target(e)).collect()
+}

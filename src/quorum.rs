@@ -1,0 +1,368 @@
+//! Redlock: one lock on N independent Redis servers, held while a majority
+//! holds it.
+//!
+//! Every operation goes to all servers at once, each bounded by the server
+//! timeout, and waits for all of them (or their timeouts). An acquire is
+//! granted only when a majority took the key **and** the validity left —
+//! TTL − elapsed − drift, with drift = TTL / 100 + 2 ms, on a monotonic
+//! clock, counted from the start of the attempt that won — is positive. A
+//! failed attempt releases what it took, on every server at once, before
+//! the next attempt (after `delay` plus a random jitter). Extend follows
+//! the same rule with the new TTL; a failed extend releases everywhere (the
+//! lock is lost). Release asks every server and reports how many confirmed.
+//!
+//! Expected outcomes are data: each server's [`Outcome`] comes back, and the
+//! caller words the errors. Validity is signed (`i64` ms): it can be
+//! negative, and is never computed in unsigned arithmetic.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use futures_util::future::{join_all, select, Either};
+use redis::aio::ConnectionLike;
+
+use crate::error::{Error, Result};
+use crate::lock::{self, Retries, MAX_MS};
+use crate::timer::Timer;
+
+/// What one server did in one step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The acquire's `SET NX` took the key.
+    Acquired,
+    /// The key is held by another owner.
+    Held,
+    /// Extended / released: the key carried our token.
+    Done,
+    /// Extend / release: the key was gone or carried another token.
+    NotOurs,
+    /// No answer within the server timeout.
+    Timeout,
+    /// No connection could be made.
+    Unreachable(String),
+    /// Redis answered with an error.
+    Failed(String),
+}
+
+impl Outcome {
+    /// The name JavaScript shows in `err.servers[i].outcome` for `step`.
+    pub fn name(&self, step: Step) -> &'static str {
+        match (self, step) {
+            (Outcome::Acquired, _) => "acquired",
+            (Outcome::Held, _) => "held",
+            (Outcome::Done, Step::Extend) => "extended",
+            (Outcome::Done, _) => "released",
+            (Outcome::NotOurs, _) => "not-ours",
+            (Outcome::Timeout, _) => "timeout",
+            (Outcome::Unreachable(_), _) => "unreachable",
+            (Outcome::Failed(_), _) => "error",
+        }
+    }
+
+    /// The underlying error's message, if any.
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            Outcome::Unreachable(m) | Outcome::Failed(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    fn ok(&self) -> bool {
+        matches!(self, Outcome::Acquired | Outcome::Done)
+    }
+}
+
+/// Which operation a report is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    Acquire,
+    Extend,
+    Release,
+}
+
+/// One operation's result: granted or not, the validity left (ms, signed;
+/// meaningful when granted), and each server's outcome (of the last
+/// attempt, for an acquire).
+#[derive(Debug)]
+pub struct Report {
+    pub granted: bool,
+    pub validity_ms: i64,
+    pub outcomes: Vec<Outcome>,
+    /// Attempts made (an acquire: 1 + the retries used).
+    pub attempts: u64,
+}
+
+/// The settings of a quorum lock.
+#[derive(Clone, Copy, Debug)]
+pub struct QuorumOptions {
+    pub ttl_ms: u64,
+    pub retries: Retries,
+    pub delay: Duration,
+    /// Bound on each server's answer in each step.
+    pub server_timeout: Duration,
+    /// Up to this much random extra wait between attempts.
+    pub jitter: Duration,
+}
+
+/// How many servers are a majority of `n`.
+pub fn majority(n: usize) -> usize {
+    n / 2 + 1
+}
+
+/// The clock drift allowed for a lease of `ttl_ms` (Redlock's rule).
+pub fn drift_ms(ttl_ms: u64) -> i64 {
+    (ttl_ms / 100) as i64 + 2
+}
+
+/// The validity left of a lease of `ttl_ms` granted by an attempt started
+/// `elapsed` ago. Signed: negative when the attempt took too long.
+pub fn validity_ms(ttl_ms: u64, elapsed: Duration) -> i64 {
+    let ttl = ttl_ms.min(MAX_MS) as i64;
+    let elapsed = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
+    ttl.saturating_sub(elapsed).saturating_sub(drift_ms(ttl_ms))
+}
+
+/// Runs `op` on every server (`connect(i)` gives server `i`'s connection),
+/// all at once, each bounded by `within`.
+async fn on_all<C, F, Fut, Op, OpFut>(
+    n: usize,
+    connect: &F,
+    timer: &dyn Timer,
+    within: Duration,
+    op: Op,
+) -> Vec<Outcome>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+    Op: Fn(C) -> OpFut,
+    OpFut: Future<Output = Result<bool>>,
+{
+    let one = |i: usize| {
+        let op = &op;
+        async move {
+            let work = std::pin::pin!(async move {
+                let conn = match connect(i).await {
+                    Ok(c) => c,
+                    Err(e) => return Outcome::Unreachable(e.message().to_string()),
+                };
+                match op(conn).await {
+                    Ok(true) => Outcome::Done,
+                    Ok(false) => Outcome::NotOurs,
+                    Err(Error::Timeout(_)) => Outcome::Timeout,
+                    Err(Error::Connection(m)) => Outcome::Unreachable(m),
+                    Err(e) => Outcome::Failed(e.message().to_string()),
+                }
+            });
+            match select(work, timer.sleep(within)).await {
+                Either::Left((outcome, _)) => outcome,
+                Either::Right(_) => Outcome::Timeout,
+            }
+        }
+    };
+    join_all((0..n).map(one)).await
+}
+
+/// Takes `key` for `token` on a majority of the `n` servers, retrying as
+/// `opts` says. `random` gives a number in 0..1 for the jitter.
+#[allow(clippy::too_many_arguments)]
+pub async fn acquire<C, F, Fut>(
+    n: usize,
+    connect: F,
+    timer: &dyn Timer,
+    key: &str,
+    token: &str,
+    opts: &QuorumOptions,
+    random: &(dyn Fn() -> f64 + Sync),
+) -> Result<Report>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    check(n, key, opts.ttl_ms)?;
+    let mut left = opts.retries;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let started = Instant::now();
+        let outcomes = on_all(
+            n,
+            &connect,
+            timer,
+            opts.server_timeout,
+            |mut c: C| async move { lock::try_acquire(&mut c, key, token, opts.ttl_ms).await },
+        )
+        .await
+        .into_iter()
+        .map(|o| match o {
+            Outcome::Done => Outcome::Acquired,
+            Outcome::NotOurs => Outcome::Held,
+            other => other,
+        })
+        .collect::<Vec<_>>();
+        let validity = validity_ms(opts.ttl_ms, started.elapsed());
+        let got = outcomes.iter().filter(|o| o.ok()).count();
+        if got >= majority(n) && validity > 0 {
+            return Ok(Report {
+                granted: true,
+                validity_ms: validity,
+                outcomes,
+                attempts,
+            });
+        }
+        // Give back what this attempt may have taken (a timed-out SET may
+        // have landed too), everywhere at once.
+        if outcomes.iter().any(|o| !matches!(o, Outcome::Held)) {
+            release_all(n, &connect, timer, opts.server_timeout, key, token).await;
+        }
+        left = match left {
+            Retries::Count(0) => {
+                return Ok(Report {
+                    granted: false,
+                    validity_ms: validity,
+                    outcomes,
+                    attempts,
+                })
+            }
+            Retries::Count(k) => Retries::Count(k - 1),
+            Retries::Forever => Retries::Forever,
+        };
+        let jitter = opts.jitter.mul_f64(random().clamp(0.0, 1.0));
+        let pause = opts.delay + jitter;
+        if !pause.is_zero() {
+            timer.sleep(pause).await;
+        }
+    }
+}
+
+/// Sets `key`'s TTL to `ms` on a majority for `token`; if that fails (or
+/// the new validity is not positive) the lock is lost and released
+/// everywhere.
+pub async fn extend<C, F, Fut>(
+    n: usize,
+    connect: F,
+    timer: &dyn Timer,
+    key: &str,
+    token: &str,
+    ms: u64,
+    server_timeout: Duration,
+) -> Result<Report>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    check(n, key, ms)?;
+    let started = Instant::now();
+    let outcomes = on_all(n, &connect, timer, server_timeout, |mut c: C| async move {
+        lock::extend(&mut c, key, token, ms).await
+    })
+    .await;
+    let validity = validity_ms(ms, started.elapsed());
+    let got = outcomes.iter().filter(|o| o.ok()).count();
+    let granted = got >= majority(n) && validity > 0;
+    if !granted {
+        release_all(n, &connect, timer, server_timeout, key, token).await;
+    }
+    Ok(Report {
+        granted,
+        validity_ms: validity,
+        outcomes,
+        attempts: 1,
+    })
+}
+
+/// Deletes `key` wherever it carries `token`. Granted when a majority
+/// confirmed the delete (the others expire by TTL).
+pub async fn release<C, F, Fut>(
+    n: usize,
+    connect: F,
+    timer: &dyn Timer,
+    key: &str,
+    token: &str,
+    server_timeout: Duration,
+) -> Result<Report>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    check(n, key, 1)?;
+    let outcomes = release_all(n, &connect, timer, server_timeout, key, token).await;
+    let got = outcomes.iter().filter(|o| o.ok()).count();
+    Ok(Report {
+        granted: got >= majority(n),
+        validity_ms: 0,
+        outcomes,
+        attempts: 1,
+    })
+}
+
+async fn release_all<C, F, Fut>(
+    n: usize,
+    connect: &F,
+    timer: &dyn Timer,
+    server_timeout: Duration,
+    key: &str,
+    token: &str,
+) -> Vec<Outcome>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    on_all(n, connect, timer, server_timeout, |mut c: C| async move {
+        lock::release(&mut c, key, token).await
+    })
+    .await
+}
+
+fn check(n: usize, key: &str, ttl_ms: u64) -> Result<()> {
+    if n == 0 {
+        return Err(Error::InvalidArgument(
+            "a quorum lock needs at least one server".into(),
+        ));
+    }
+    if key.is_empty() {
+        return Err(Error::InvalidArgument(
+            "Invalid lock key \"\": the key must be a non-empty string".into(),
+        ));
+    }
+    if ttl_ms == 0 || ttl_ms > MAX_MS {
+        return Err(Error::InvalidArgument(format!(
+            "Invalid timeout {ttl_ms}: the lock timeout must be a positive integer number of milliseconds"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn majorities() {
+        assert_eq!(majority(1), 1);
+        assert_eq!(majority(2), 2);
+        assert_eq!(majority(3), 2);
+        assert_eq!(majority(5), 3);
+    }
+
+    #[test]
+    fn validity_is_signed_and_never_overflows() {
+        // 10 s lease, 30 ms spent: 10000 - 30 - (100 + 2).
+        assert_eq!(validity_ms(10_000, Duration::from_millis(30)), 9_868);
+        // A lease shorter than drift + latency: negative, not a wrap.
+        assert!(validity_ms(5, Duration::from_millis(10)) < 0);
+        assert!(validity_ms(1, Duration::ZERO) < 0);
+        // 2^31 ms and the largest lease: no overflow.
+        let big = 1u64 << 31;
+        assert_eq!(
+            validity_ms(big, Duration::from_millis(1)),
+            big as i64 - 1 - (big / 100) as i64 - 2
+        );
+        assert!(validity_ms(MAX_MS, Duration::from_secs(u64::MAX / 2000)) < 0);
+        assert!(validity_ms(MAX_MS, Duration::ZERO) > 0);
+    }
+}
