@@ -30,6 +30,10 @@ export interface LockOptions {
   fencing?: boolean
   /** Beyond redislock: waiters wake when a holder with this option releases, not only after `delay`. Default off. */
   wakeOnRelease?: boolean
+  /** Beyond redislock: a grant or extend counts only once this many replicas acknowledged it (`WAIT`). Default 0 (off). */
+  replicas?: number
+  /** How long to wait for the replicas' acknowledgement, in ms (keep it below `commandTimeout`). Default 1000. */
+  replicaTimeout?: number
 }
 
 /** Bounds of `autoExtend`. */

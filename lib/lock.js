@@ -39,6 +39,8 @@ const OP_EXTEND = 2
 const F_FENCING = 1
 const F_WAKE = 2
 const F_KEEP = 4
+// Not a native bit: marks a hold whose extend must go through lockx.
+const F_REPLICAS = 8
 const now = () => performance.now()
 
 /**
@@ -109,8 +111,16 @@ function settleRelease (lock, key, released, err, resolve, reject) {
 }
 
 function settleExtend (lock, key, extended, err, resolve, reject, value) {
-  if (err) return reject(wrapError(err, LockExtendError))
   const hold = lock[kHold]
+  if (err) {
+    const e = wrapError(err, LockExtendError)
+    // Not acknowledged by enough replicas: the native side released it.
+    if (e.cause && e.cause.code === 'ERR_NOT_REPLICATED') {
+      forget(lock)
+      lose(hold, 'expired', key)
+    }
+    return reject(e)
+  }
   if (extended) {
     // [started, ms] for a plain extend; the reply's age for lockx.
     const ext = lock[kBusyExtend]
@@ -129,7 +139,7 @@ function submitRelease (lock, key, hold) {
       lock[kEngine].release(lock[kEndpoint], id, lock[kPrefix] + key, lock._id)
     } else {
       lock[kEngine].lockx(lock[kEndpoint], id, OP_RELEASE, lock[kPrefix] + key, lock._id,
-        [0, 0, 0, hold.flags, hold.id, keeper.envId(), 0, 0, 0])
+        [0, 0, 0, hold.flags & ~F_REPLICAS, hold.id, keeper.envId(), 0, 0, 0, 0, 0])
     }
   }
 }
@@ -175,8 +185,27 @@ function extrasOf (options) {
   }
   const fencing = flag(options, 'fencing')
   const wake = flag(options, 'wakeOnRelease')
-  if (autoExtend === null && !fencing && !wake) return null
-  return { autoExtend, flags: (fencing ? F_FENCING : 0) | (wake ? F_WAKE : 0) | (autoExtend ? F_KEEP : 0) }
+  const replicas = countOption(options, 'replicas')
+  const replicaTimeout = options.replicaTimeout === undefined || options.replicaTimeout === null
+    ? 1000
+    : countOption(options, 'replicaTimeout')
+  if (replicas > 0 && replicaTimeout === 0) throw new RangeError('createLock option replicaTimeout must be at least 1 ms')
+  if (autoExtend === null && !fencing && !wake && replicas === 0) return null
+  return {
+    autoExtend,
+    replicas,
+    replicaTimeout: replicas > 0 ? replicaTimeout : 0,
+    flags: (fencing ? F_FENCING : 0) | (wake ? F_WAKE : 0) | (autoExtend ? F_KEEP : 0) | (replicas > 0 ? F_REPLICAS : 0)
+  }
+}
+
+function countOption (options, name) {
+  const v = options[name]
+  if (v === undefined || v === null) return 0
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > 0xffffffff) {
+    throw new RangeError(`createLock option ${name} must be a non-negative integer; got ${describeKey(v)}`)
+  }
+  return v
 }
 
 function isSignal (s) {
@@ -294,8 +323,9 @@ class Lock {
       aborted: null
     }
     const maxLag = ae === null ? 0 : (ae.maxEventLoopLagMs || Math.max(30000, 3 * this.timeout))
-    const nums = [this.timeout, tryOnly ? 0 : this.retries, this.delay, flags, ctx.hold, keeper.envId(),
-      maxLag, ae === null ? 0 : (ae.maxHoldMs || 0), signal === null ? 0 : keeper.cancelId()]
+    const nums = [this.timeout, tryOnly ? 0 : this.retries, this.delay, flags & ~F_REPLICAS, ctx.hold, keeper.envId(),
+      maxLag, ae === null ? 0 : (ae.maxHoldMs || 0), signal === null ? 0 : keeper.cancelId(),
+      extra === null ? 0 : extra.replicas, extra === null ? 0 : extra.replicaTimeout]
     this[kBusy] = true
     let p = start(settleAcquireX, this, ctx, function (id) {
       lock[kEngine].lockx(lock[kEndpoint], id, OP_ACQUIRE, lock[kPrefix] + key, lock._id, nums)
@@ -350,9 +380,11 @@ class Lock {
     const hold = this[kHold]
     this[kBusyExtend] = [now(), time]
     const p = start(settleExtend, this, key, function (id) {
-      if (hold.flags & F_KEEP) {
+      if (hold.flags & (F_KEEP | F_REPLICAS)) {
+        const extra = lock[kExtra]
         lock[kEngine].lockx(lock[kEndpoint], id, OP_EXTEND, lock[kPrefix] + key, lock._id,
-          [time, 0, 0, hold.flags, hold.id, keeper.envId(), 0, 0, 0])
+          [time, 0, 0, hold.flags & ~F_REPLICAS, hold.id, keeper.envId(), 0, 0, 0,
+            hold.flags & F_REPLICAS ? extra.replicas : 0, hold.flags & F_REPLICAS ? extra.replicaTimeout : 0])
       } else {
         lock[kEngine].extend(lock[kEndpoint], id, lock[kPrefix] + key, lock._id, time)
       }

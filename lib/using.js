@@ -86,7 +86,7 @@ function inspect (client, key) {
     return Promise.reject(err)
   }
   return start(settleInspect, null, key, function (id) {
-    target.engine.lockx(target.endpoint, id, OP_INSPECT, target.prefix + key, '', [0, 0, 0, 0, 0, 0, 0, 0, 0])
+    target.engine.lockx(target.endpoint, id, OP_INSPECT, target.prefix + key, '', [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
   }, Promise)
 }
 

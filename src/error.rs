@@ -18,6 +18,9 @@ pub enum Error {
     Redis(String),
     /// A bug or a broken environment on our side (a caught panic, no runtime).
     Internal(String),
+    /// `replicas: N`: fewer than N replicas acknowledged the write in time
+    /// (the grant was released), or the primary has fewer than N.
+    NotReplicated(String),
 }
 
 impl Error {
@@ -27,7 +30,8 @@ impl Error {
             | Error::Connection(m)
             | Error::Timeout(m)
             | Error::Redis(m)
-            | Error::Internal(m) => m,
+            | Error::Internal(m)
+            | Error::NotReplicated(m) => m,
         }
     }
 
@@ -39,6 +43,7 @@ impl Error {
             Error::Timeout(_) => "ERR_REDIS_TIMEOUT",
             Error::Redis(_) => "ERR_REDIS",
             Error::Internal(_) => "ERR_INTERNAL",
+            Error::NotReplicated(_) => "ERR_NOT_REPLICATED",
         }
     }
 

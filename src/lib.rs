@@ -14,6 +14,7 @@ pub mod keys;
 pub mod lock;
 pub mod quorum;
 pub mod reentrant;
+pub mod replicas;
 pub mod resp;
 pub mod scripts;
 pub mod timer;

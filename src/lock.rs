@@ -16,6 +16,7 @@ use redis::{Cmd, Value};
 
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
+use crate::replicas::{self, Replicas};
 use crate::scripts::{
     Lua, DEL_IF_EQUAL, DEL_IF_EQUAL_ANNOUNCE_SCRIPT, DEL_IF_EQUAL_SCRIPT, FENCED_SET_SCRIPT,
     PEXPIRE_IF_EQUAL_SCRIPT,
@@ -187,6 +188,9 @@ pub struct Grant<'a> {
     /// An `AbortSignal`: once cancelled, no further attempt is made and a
     /// pause ends at once (the acquire returns `None`).
     pub cancel: Option<&'a Cancel>,
+    /// `replicas: N`: a grant counts once N replicas acknowledged it
+    /// (else it is released and the acquire fails with the shortfall).
+    pub replicas: Option<Replicas>,
 }
 
 /// What ended a pause between attempts.
@@ -263,6 +267,11 @@ pub async fn acquire_with<C: ConnectionLike>(
     if opts.ttl_ms == 0 || opts.ttl_ms > MAX_MS {
         return Err(invalid_timeout(opts.ttl_ms));
     }
+    if let Some(want) = grant.replicas {
+        // More replicas than the primary has can never be met: refuse
+        // before writing anything.
+        replicas::check_available(conn, want).await?;
+    }
     let mut left = opts.retries;
     let mut sub: Option<Subscription> = None;
     loop {
@@ -307,10 +316,30 @@ pub async fn acquire_with<C: ConnectionLike>(
     }
 }
 
-/// One attempt of [`acquire_with`], with [`acquire`]'s rules after a broken
-/// connection (try again; a key already carrying our token is ours) and a
-/// timeout (best-effort release, then the error).
+/// One attempt of [`acquire_with`]; with `replicas`, a grant is confirmed
+/// by `WAIT` or released again.
 async fn attempt_with<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+    ttl_ms: u64,
+    grant: Grant<'_>,
+) -> Result<Option<Granted>> {
+    let got = attempt_raw(conn, key, token, ttl_ms, grant).await?;
+    if let (Some(g), Some(want)) = (got, grant.replicas) {
+        if let Err(e) = replicas::wait_for(conn, want).await {
+            let _ = release(conn, key, token).await;
+            return Err(e);
+        }
+        return Ok(Some(g));
+    }
+    Ok(got)
+}
+
+/// One attempt, with [`acquire`]'s rules after a broken connection (try
+/// again; a key already carrying our token is ours) and a timeout
+/// (best-effort release, then the error).
+async fn attempt_raw<C: ConnectionLike>(
     conn: &mut C,
     key: &str,
     token: &str,

@@ -22,6 +22,7 @@ use crate::keeper::{self, Held, Kind, Liveness, Watch};
 use crate::keys::companion;
 use crate::lock::{self, AcquireOptions, Grant};
 use crate::reentrant::Adapter;
+use crate::replicas::{self, Replicas};
 use crate::timer::Timer;
 
 /// The operation codes JavaScript passes (lib/lock.js).
@@ -52,6 +53,8 @@ pub(crate) struct Request {
     env: u32,
     max_lag_ms: u64,
     max_hold_ms: u64,
+    /// `replicas: N` and `replicaTimeout` (0: none).
+    replicas: Option<Replicas>,
     cancel: Option<CancelSlot>,
 }
 
@@ -67,7 +70,7 @@ fn whole_ms(x: f64, what: &str) -> Result<u64> {
 
 impl Request {
     /// From JavaScript's arguments: `nums` is `[a, b, c, flags, hold, env,
-    /// maxLagMs, maxHoldMs, cancelId]`, where `a, b, c` are the operation's
+    /// maxLagMs, maxHoldMs, cancelId, replicas, replicaTimeout]`, where `a, b, c` are the operation's
     /// numbers; `cancel` is the slot [`cancel_slot`] made for it.
     pub(crate) fn parse(
         op: u32,
@@ -94,6 +97,14 @@ impl Request {
             env: int(nums[5]).ok_or_else(bad)?,
             max_lag_ms: whole_ms(nums[6], "maxEventLoopLagMs")?,
             max_hold_ms: whole_ms(nums[7], "maxHoldMs")?,
+            replicas: match (int(nums[9]), whole_ms(nums[10], "replicaTimeout")?) {
+                (Some(0), _) => None,
+                (Some(count), ms) if ms > 0 => Some(Replicas {
+                    count,
+                    timeout: Duration::from_millis(ms),
+                }),
+                _ => return Err(bad()),
+            },
             cancel,
         })
     }
@@ -141,6 +152,7 @@ pub(crate) async fn run<C: ConnectionLike>(
                 fencing: counter.as_deref(),
                 wake: subscriber.as_ref().zip(channel.as_deref()),
                 cancel: req.cancel.as_ref().map(|c| &*c.cancel),
+                replicas: req.replicas,
             };
             let token = &req.token;
             let Some(granted) =
@@ -192,10 +204,17 @@ pub(crate) async fn run<C: ConnectionLike>(
                 false => None,
             };
             let sent = Instant::now();
-            let extended = lock::extend(conn, &req.key, &req.token, ms).await;
+            let mut extended = lock::extend(conn, &req.key, &req.token, ms).await;
+            if let (Ok(true), Some(want)) = (&extended, req.replicas) {
+                if let Err(e) = replicas::wait_for(conn, want).await {
+                    // Not acknowledged: the lock cannot be vouched for.
+                    let _ = lock::release(conn, &req.key, &req.token).await;
+                    extended = Err(e);
+                }
+            }
             match (paused, &extended) {
                 (Some(p), Ok(true)) => p.extended(ms, sent),
-                (Some(p), Ok(false)) => p.stop(),
+                (Some(p), Ok(false)) | (Some(p), Err(Error::NotReplicated(_))) => p.stop(),
                 _ => {}
             }
             Ok(match extended? {
@@ -232,7 +251,7 @@ fn age_us(t: Instant) -> u64 {
 }
 
 /// How many numbers an operation takes (see [`Request::parse`]).
-const NUMS: usize = 9;
+const NUMS: usize = 11;
 
 /// The acquires that can be cancelled now, by (environment, cancel id).
 type Cancels = HashMap<(u32, u32), Arc<Cancel>>;

@@ -1,0 +1,103 @@
+'use strict'
+
+/**
+ * Replica-acknowledged locks (`replicas: N, replicaTimeout`) on a primary
+ * with two replicas started here: a grant counts only once WAIT confirms N
+ * replicas have it; a paused replica makes the acquire fail within about
+ * replicaTimeout, leaving no key; asking for more replicas than exist is
+ * refused before anything is written.
+ */
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const IORedis = require('ioredis')
+const R = require('..')
+const { startRedis } = require('./helpers/redis')
+
+let primary
+const replicas = []
+let check
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+before(async () => {
+  primary = await startRedis()
+  for (let i = 0; i < 2; i++) {
+    replicas.push(await startRedis({ args: ['--replicaof', '127.0.0.1', String(primary.port)] }))
+  }
+  check = new IORedis({ port: primary.port })
+  // Wait until both replicas are in sync.
+  for (let i = 0; i < 200; i++) {
+    const info = await check.info('replication')
+    if ((info.match(/state=online/g) || []).length === 2) return
+    await sleep(50)
+  }
+  throw new Error('the replicas did not come online')
+})
+
+after(async () => {
+  for (const r of replicas) process.kill(r.pid, 'SIGCONT')
+  if (check) await check.quit()
+  for (const r of replicas) await r.stop()
+  if (primary) await primary.stop()
+})
+
+test('replicas: 2 succeeds once both replicas acknowledged, and extend waits too', async () => {
+  const lock = R.createLock(primary.url, { timeout: 5000, replicas: 2, replicaTimeout: 1000 })
+  await lock.acquire('repl:ok')
+  assert.equal(await check.get('repl:ok'), lock._id)
+  const onReplica = new IORedis({ port: replicas[0].port })
+  try {
+    assert.equal(await onReplica.get('repl:ok'), lock._id, 'the replica has it when acquire resolves')
+  } finally {
+    onReplica.disconnect()
+  }
+  await lock.extend(8000)
+  assert.ok(await check.pttl('repl:ok') > 7000)
+  await lock.release()
+})
+
+test('with one replica paused, replicas: 2 fails within about replicaTimeout and leaves no key', async () => {
+  process.kill(replicas[1].pid, 'SIGSTOP')
+  try {
+    const lock = R.createLock(primary.url, { timeout: 5000, replicas: 2, replicaTimeout: 300 })
+    const t0 = Date.now()
+    const err = await lock.acquire('repl:paused').catch((e) => e)
+    const took = Date.now() - t0
+    assert.ok(err instanceof R.LockAcquisitionError, String(err))
+    assert.match(err.message, /replicated to 1 of 2 replicas within 300 ms/)
+    assert.equal(err.cause && err.cause.code, 'ERR_NOT_REPLICATED')
+    assert.ok(took >= 290 && took < 1500, `failed after ${took} ms`)
+    assert.equal(lock._locked, false)
+    assert.equal(await check.exists('repl:paused'), 0, 'the grant was released')
+    // One replica is enough for replicas: 1.
+    const one = R.createLock(primary.url, { timeout: 5000, replicas: 1, replicaTimeout: 300 })
+    await one.acquire('repl:paused')
+    // An extend that the paused replica cannot acknowledge under replicas: 2.
+    const two = R.createLock(primary.url, { timeout: 5000, replicas: 2, replicaTimeout: 200 })
+    await one.release()
+    process.kill(replicas[1].pid, 'SIGCONT')
+    await sleep(300)
+    await two.acquire('repl:ext')
+    process.kill(replicas[1].pid, 'SIGSTOP')
+    const ext = await two.extend(5000).catch((e) => e)
+    assert.ok(ext instanceof R.LockExtendError, String(ext))
+    assert.match(ext.message, /replicated to 1 of 2 replicas/)
+    assert.equal(two._locked, false, 'not vouched for: released')
+    assert.equal(two.signal.aborted, true)
+    assert.equal(await check.exists('repl:ext'), 0)
+  } finally {
+    process.kill(replicas[1].pid, 'SIGCONT')
+  }
+})
+
+test('more replicas than the primary has, or a replica as the server: refused before any write', async () => {
+  const lock = R.createLock(primary.url, { replicas: 3 })
+  const err = await lock.acquire('repl:three').catch((e) => e)
+  assert.ok(err instanceof R.LockAcquisitionError)
+  assert.match(err.message, /replicas: 3 asked for, but the primary has 2 connected replicas/)
+  assert.equal(await check.exists('repl:three'), 0)
+  const onReplica = R.createLock(replicas[0].url, { replicas: 1 })
+  await assert.rejects(onReplica.acquire('repl:replica'), /not a primary/)
+  assert.throws(() => R.createLock(primary.url, { replicas: -1 }), RangeError)
+  assert.throws(() => R.createLock(primary.url, { replicas: 1, replicaTimeout: 1.5 }), RangeError)
+})
