@@ -10,19 +10,27 @@
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
 const IORedis = require('ioredis')
 const R = require('..')
 const { startRedis } = require('./helpers/redis')
 
 let primary
+let dir
 const replicas = []
 let check
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 before(async () => {
-  primary = await startRedis()
+  // A replica stores the dataset it syncs as dump.rdb in its --dir: keep
+  // that out of the working tree.
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redislock-rs-replicas-'))
+  primary = await startRedis({ args: ['--dir', dir] })
   for (let i = 0; i < 2; i++) {
-    replicas.push(await startRedis({ args: ['--replicaof', '127.0.0.1', String(primary.port)] }))
+    const own = fs.mkdtempSync(path.join(dir, `replica-${i}-`))
+    replicas.push(await startRedis({ args: ['--replicaof', '127.0.0.1', String(primary.port), '--dir', own] }))
   }
   check = new IORedis({ port: primary.port })
   // Wait until both replicas are in sync.
@@ -39,6 +47,7 @@ after(async () => {
   if (check) await check.quit()
   for (const r of replicas) await r.stop()
   if (primary) await primary.stop()
+  if (dir) fs.rmSync(dir, { recursive: true, force: true })
 })
 
 test('replicas: 2 succeeds once both replicas acknowledged, and extend waits too', async () => {
