@@ -6,7 +6,9 @@
  *   node benchmark/child.js '<json spec>'
  *
  * spec: {id, host, port, mode, workers, warmupMs, durationMs, key,
- *        delay, csMs}, mode one of
+ *        delay, csMs, servers}, `servers` (the quorum section: every
+ *        server's {host, port}; Redis command counts are then summed over
+ *        them), mode one of
  * - 'uncontended': `workers` workers, each on its own key (`key:<i>`),
  *   acquire + release in a loop;
  * - 'contended': `workers` workers on one key, retrying every `delay` ms,
@@ -46,6 +48,27 @@ function engineOf (contender) {
   return engine
 }
 
+/** INFO commandstats of every server the spec names (spec.servers, else host:port), summed. */
+async function statsReader (spec) {
+  const where = spec.servers || [{ host: spec.host, port: spec.port }]
+  const readers = []
+  try {
+    for (const s of where) readers.push(await raw.commandStatsReader(s.host, s.port))
+  } catch (err) {
+    for (const r of readers) r.close()
+    throw err
+  }
+  const read = async () => {
+    const sum = {}
+    for (const counts of await Promise.all(readers.map((r) => r()))) {
+      for (const [k, v] of Object.entries(counts)) sum[k] = (sum[k] || 0) + v
+    }
+    return sum
+  }
+  read.close = () => { for (const r of readers) r.close() }
+  return read
+}
+
 async function audit (inst, spec, workers) {
   const mon = await raw.monitor(spec.host, spec.port)
   try {
@@ -69,7 +92,7 @@ async function main () {
   const spec = JSON.parse(process.argv[2])
   const contender = byId[spec.id]
   if (!contender) throw new Error(`unknown contender ${spec.id}`)
-  const inst = await contender.open({ host: spec.host, port: spec.port })
+  const inst = await contender.open({ host: spec.host, port: spec.port, servers: spec.servers })
   if (spec.mode === 'handoff') return handoff(contender, inst, spec)
   const workers = Array.from({ length: spec.workers }, (_, i) => spec.mode === 'contended'
     ? inst.contended(spec.key, { delay: spec.delay, csMs: spec.csMs })
@@ -79,7 +102,7 @@ async function main () {
   if (spec.mode === 'audit') {
     result = await audit(inst, spec, workers)
   } else {
-    const stats = await raw.commandStatsReader(spec.host, spec.port)
+    const stats = await statsReader(spec)
     try {
       result = await runWorkers(workers, spec.durationMs, stats)
     } finally {

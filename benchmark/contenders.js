@@ -13,7 +13,10 @@
  * waiter(key, {delay}) is one lock object that waits as long as it takes,
  * retrying every `delay` ms with the library's own mechanism, for the
  * handoff scenario (child.js, mode 'handoff'): { acquire() resolving true,
- * release() }.
+ * release() }. The quorum section's contenders (QUORUM) get
+ * open({host, port, servers}), `servers` being every server's {host, port},
+ * open one connection per server (shared by all workers) and have
+ * worker(key) only.
  */
 
 const { randomUUID } = require('crypto')
@@ -260,6 +263,71 @@ function redissonFace (id, label, pkg, env) {
 }
 
 /**
+ * Redlock on several independent servers (the quorum section, not among
+ * issue 9's contenders): open({ servers }) gets every server's
+ * { host, port }, and workers hold one lock on a majority of them.
+ * redislock-rs: `createLock([s1, s2, s3], { timeout: 10000, retries: 0 })`
+ * per worker, every lock given the same connection-options objects.
+ */
+function redislockRsQuorum (id, engine, label) {
+  return {
+    id,
+    label,
+    js: false,
+    engine,
+    env: { REDISLOCK_RS_ENGINE: engine },
+    async open ({ servers }) {
+      const lib = require('..')
+      const where = servers.map(({ host, port }) => ({ host, port }))
+      const make = () => lib.createLock(where, { timeout: TTL, retries: 0 })
+      // Connect to every server once outside the measurements.
+      const probe = make()
+      await probe.acquire(`bench:rs-quorum:probe:${process.pid}`)
+      await probe.release()
+      return {
+        worker (key) {
+          const lock = make()
+          return { cycle: () => lock.acquire(key).then(() => lock.release()) }
+        },
+        close: async () => {}
+      }
+    }
+  }
+}
+
+/** node-redlock on several servers: one ioredis client per server, one Redlock shared by the workers. */
+const redlockQuorum = {
+  id: 'redlock-quorum',
+  label: `redlock@${version('redlock')} (ioredis@${version('ioredis')}, one client per server)`,
+  js: true,
+  async open ({ servers }) {
+    const clients = []
+    try {
+      for (const s of servers) clients.push(await ioredisClient(s))
+    } catch (err) {
+      await Promise.all(clients.map(closeIoredis))
+      throw err
+    }
+    const Redlock = require('redlock')
+    const rl = new Redlock(clients, { retryCount: 0, retryJitter: 0 })
+    rl.on('clientError', () => {})
+    return {
+      worker (key) {
+        return { cycle: () => rl.lock(key, TTL).then((l) => l.unlock()) }
+      },
+      close: () => Promise.all(clients.map(closeIoredis))
+    }
+  }
+}
+
+/** The quorum section's contenders, in this order. */
+const QUORUM = [
+  redislockRsQuorum('redislock-rs-quorum', 'js', 'redislock-rs Redlock, JS-thread engine'),
+  redislockRsQuorum('redislock-rs-quorum-tokio', 'tokio', 'redislock-rs Redlock, tokio engine'),
+  redlockQuorum
+]
+
+/**
  * Wake on release (the redislock face): redislock-rs with and without
  * `wakeOnRelease: true`, against the JavaScript peers, each waiting with its
  * own retry mechanism (child.js, mode 'handoff', `waiter(key, {delay})`).
@@ -285,4 +353,4 @@ const ALL = [
 /** The wake-on-release section's contenders, in this order (see RS_WAKE). */
 const WAKE = [RS_WAKE, RS_PLAIN, redislock, redlock, semaphore]
 
-module.exports = { ALL, REDISSON, WAKE, byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }
+module.exports = { ALL, REDISSON, WAKE, QUORUM, byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }

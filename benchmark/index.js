@@ -27,17 +27,24 @@
  * mechanism, 50 ms apart): redislock-rs with `wakeOnRelease: true`,
  * redislock-rs without it, redislock@1.3.0, redlock, redis-semaphore.
  *
+ * Redlock on 3 servers (section quorum; not among issue 9's targets): 3 more
+ * redis-servers (the same flags, free ports), started for the section and
+ * stopped after it; uncontended at 1, 16 and 128 workers, each on its own
+ * key: redislock-rs `createLock([s1, s2, s3], {timeout: 10000, retries: 0})`
+ * on both engines vs redlock with one ioredis client per server
+ * (retryCount 0, retryJitter 0).
+ *
  * Env: BENCH_QUICK=1, BENCH_ROUNDS=n, BENCH_DURATION_MS=n,
  *      BENCH_SECTIONS=name,name: run only these sections, in the usual order
  *        (default: all). Names: uncontended, contention, audit, redisson,
- *        wake, memory, remote; e.g. BENCH_SECTIONS=wake or
- *        BENCH_SECTIONS=redisson,wake. A partial run writes
+ *        wake, quorum, memory, remote; e.g. BENCH_SECTIONS=wake or
+ *        BENCH_SECTIONS=redisson,wake or BENCH_SECTIONS=quorum. A partial run writes
  *        benchmark/RESULTS.partial.md and RESULTS.partial.json and leaves
  *        RESULTS.md / RESULTS.json alone (with BENCH_QUICK=1:
  *        RESULTS.quick.md, as always); its report and PASS / MISS lines
  *        cover the sections run only.
  *      BENCH_ONLY=id,id (contender ids, see contenders.js; redislock-rs,
- *        redisson-rs and redislock-rs-wake are always run),
+ *        redisson-rs, redislock-rs-wake and redislock-rs-quorum are always run),
  *      BENCH_NO_REDISSON=1 (skip the Redisson face), BENCH_HANDOFF_MS=n
  *        (recorded time per Redisson handoff round), BENCH_WAKE_MS=n
  *        (recorded time per wake-on-release round),
@@ -58,7 +65,7 @@ const report = require('./report')
 
 const QUICK = process.env.BENCH_QUICK === '1'
 /** The sections, in the order they run (BENCH_SECTIONS picks some). */
-const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'memory', 'remote']
+const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'memory', 'remote']
 const PICKED = process.env.BENCH_SECTIONS ? process.env.BENCH_SECTIONS.split(',').map((x) => x.trim()).filter(Boolean) : null
 if (PICKED) {
   const unknown = PICKED.filter((x) => !SECTIONS.includes(x))
@@ -96,13 +103,16 @@ const CFG = {
   stallMs: 100,
   wakeWorkers: 16,
   wakeDelay: 50,
-  wakeDuration: Number(process.env.BENCH_WAKE_MS) || (QUICK ? 1000 : 5000)
+  wakeDuration: Number(process.env.BENCH_WAKE_MS) || (QUICK ? 1000 : 5000),
+  quorumServers: 3,
+  quorumWorkers: [1, 16, 128]
 }
 const RUN = (section) => CFG.sections.includes(section)
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') : null
 const LIST = contenders.ALL.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS)
 const REDISSON_LIST = CFG.redisson && RUN('redisson') ? contenders.REDISSON.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.REDISSON_RS) : []
 const WAKE_LIST = RUN('wake') ? contenders.WAKE.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS || c.id === report.RS_WAKE) : []
+const QUORUM_LIST = RUN('quorum') ? contenders.QUORUM.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_QUORUM) : []
 
 const log = (...a) => console.error('[bench]', ...a)
 const rotate = (arr, k) => arr.map((_, i) => arr[(i + k) % arr.length])
@@ -243,6 +253,45 @@ async function wakeHandoff (target) {
   return Object.fromEntries(WAKE_LIST.map((x) => [x.id, summarizeHandoffs(runs[x.id], CFG.stallMs)]))
 }
 
+/** Redlock on `servers` ({host, port} each): `c` workers on distinct keys, every quorum contender ROUNDS times, interleaved. */
+async function quorumUncontended (c, servers) {
+  const runs = Object.fromEntries(QUORUM_LIST.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(QUORUM_LIST, round)) {
+      const r = await measureChild(x, {
+        host: servers[0].host, port: servers[0].port, servers, mode: 'uncontended', workers: c, warmupMs: CFG.warmup, durationMs: CFG.duration,
+        key: `bench:quorum:${x.id}:${c}:${round}`
+      })
+      runs[x.id].push(r)
+      log(`quorum ${c} worker(s), round ${round + 1}, ${x.id}: ${Math.round(r.cyclesPerSec)} cycles/s`)
+    }
+  }
+  return Object.fromEntries(QUORUM_LIST.map((x) => [x.id, summarize(runs[x.id])]))
+}
+
+/**
+ * Redlock on 3 servers: starts CFG.quorumServers redis-servers of its own
+ * (startRedis: free ports, `--save '' --appendonly no`), runs the quorum
+ * scenarios on them and stops them again (by PID, those it started only),
+ * also when interrupted (cleanups).
+ */
+async function quorum () {
+  const servers = []
+  const stopAll = () => Promise.all(servers.map((s) => s.stop()))
+  cleanups.add(stopAll)
+  try {
+    for (let i = 0; i < CFG.quorumServers; i++) servers.push(await startRedis())
+    log(`quorum: redis-server pids ${servers.map((s) => s.pid).join(', ')} on ports ${servers.map((s) => s.port).join(', ')}; contenders: ${QUORUM_LIST.map((c) => c.id).join(', ')}`)
+    const where = servers.map((s) => ({ host: '127.0.0.1', port: s.port }))
+    const unc = {}
+    for (const c of CFG.quorumWorkers) unc[c] = await quorumUncontended(c, where)
+    return { servers: where.map((s) => `${s.host}:${s.port}`), uncontended: unc }
+  } finally {
+    cleanups.delete(stopAll)
+    await stopAll()
+  }
+}
+
 /** The commands each contender sends per uncontended cycle (MONITOR), one child each. */
 async function audit (target) {
   const out = {}
@@ -300,7 +349,8 @@ async function main () {
   cleanups.add(() => server.stop())
   log(`redis-server pid ${server.pid} on port ${server.port}${QUICK ? ' (QUICK mode)' : ''}; ` +
     `sections: ${CFG.sections.join(', ')}${CFG.partial ? ' (BENCH_SECTIONS)' : ''}; contenders: ${LIST.map((c) => c.id).join(', ')}; ` +
-    `Redisson face: ${REDISSON_LIST.map((c) => c.id).join(', ') || 'skipped'}; wake on release: ${WAKE_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
+    `Redisson face: ${REDISSON_LIST.map((c) => c.id).join(', ') || 'skipped'}; wake on release: ${WAKE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
+    `Redlock on ${CFG.quorumServers} servers: ${QUORUM_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
   try {
     const needSha = RUN('uncontended') || RUN('remote')
     const sha = needSha && await cLimit.available() ? await raw.command('127.0.0.1', server.port, 'SCRIPT', 'LOAD', contenders.DEL_IF_EQUAL) : null
@@ -318,6 +368,7 @@ async function main () {
       R.redisson = null
     }
     R.wake = WAKE_LIST.length ? await wakeHandoff(target) : null
+    R.quorum = QUORUM_LIST.length ? await quorum() : null
     if (RUN('memory') && process.env.BENCH_NO_MEMORY !== '1') R.local.memory = await memory(target)
     R.remote = RUN('remote') ? await remote(sha) : { available: false, reason: 'not run (BENCH_SECTIONS)', skipped: true }
     if (!R.remote.available && !R.remote.skipped) log(`remote scenario: not available here (${R.remote.reason})`)
@@ -332,7 +383,8 @@ async function main () {
     const others = report.otherChecks(R, CFG.contentionDelays)
     const rchecks = report.redissonChecks(R.redisson)
     const wchecks = report.wakeChecks(R.wake, CFG.stallMs)
-    const text = report.render(R, tgs, others, meta, CFG, rchecks, wchecks)
+    const qchecks = report.quorumChecks(R.quorum, CFG.quorumWorkers)
+    const text = report.render(R, tgs, others, meta, CFG, rchecks, wchecks, qchecks)
     const base = QUICK ? 'RESULTS.quick' : CFG.partial ? 'RESULTS.partial' : 'RESULTS'
     const file = path.join(__dirname, `${base}.md`)
     fs.writeFileSync(file, text + '\n')
@@ -350,6 +402,10 @@ async function main () {
     if (wchecks.length) {
       console.log('Wake on release, redislock face (not among issue 9\'s targets):')
       for (const t of wchecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
+    }
+    if (qchecks.length) {
+      console.log(`Redlock on ${CFG.quorumServers} servers (not among issue 9's targets):`)
+      for (const t of qchecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
     }
     log(`wrote ${path.relative(process.cwd(), file)} in ${meta.seconds.toFixed(0)} s`)
   } finally {

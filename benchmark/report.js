@@ -6,7 +6,8 @@
  * with the Redisson face's own PASS / MISS rows (redislock-rs/redisson vs
  * node-redisson; not among issue 9's targets) and the wake-on-release
  * section's (redislock-rs with wakeOnRelease vs polling; not among them
- * either).
+ * either), and the quorum section's (redislock-rs Redlock vs node-redlock on
+ * 3 servers; not among them either).
  */
 
 const fs = require('fs')
@@ -22,6 +23,9 @@ const C_LIMIT = 'c-limit'
 const REDISSON_RS = 'redisson-rs'
 const NODE_REDISSON = 'node-redisson'
 const RS_WAKE = 'redislock-rs-wake'
+const RS_QUORUM = 'redislock-rs-quorum'
+const RS_QUORUM_TOKIO = 'redislock-rs-quorum-tokio'
+const REDLOCK_QUORUM = 'redlock-quorum'
 /** wakeOnRelease's targets: handoff p50 and p99 (ms) at most. */
 const WAKE_P50_MS = 1
 const WAKE_P99_MS = 5
@@ -41,7 +45,7 @@ function labelOf (id) {
   if (id === C_LIMIT) return 'C limit: redis-benchmark -c 1 -P <workers>'
   return contenders.byId[id] ? contenders.byId[id].label : id
 }
-const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE ? `**${labelOf(id)}**` : labelOf(id)
+const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM ? `**${labelOf(id)}**` : labelOf(id)
 
 /** [id, summary] of the JavaScript contender with the most cycles/s in `sc`, or []. */
 function bestJs (sc) {
@@ -186,6 +190,28 @@ function wakeChecks (Rw, stallMs) {
   return out
 }
 
+/**
+ * Redlock on 3 servers: redislock-rs's Redlock (JS-thread engine) has more
+ * cycles/s than node-redlock at every worker count in `workers`. Not among
+ * issue 9's targets.
+ */
+function quorumChecks (Rq, workers) {
+  if (!Rq) return []
+  const n = Rq.servers.length
+  const out = []
+  for (const c of workers) {
+    const sc = Rq.uncontended[c] || {}
+    const a = sc[RS_QUORUM]
+    const b = sc[REDLOCK_QUORUM]
+    const name = `redislock-rs Redlock beats node-redlock on ${n} servers: cycles/s at ${workersLabel(c)}`
+    if (!a || !b) { out.push(check(name, null, 'not measured')); continue }
+    const tokio = sc[RS_QUORUM_TOKIO] ? `; tokio engine ${times(ratio(sc[RS_QUORUM_TOKIO].cyclesPerSec, b.cyclesPerSec))} (${fmtInt(sc[RS_QUORUM_TOKIO].cyclesPerSec)})` : ''
+    out.push(check(name, a.cyclesPerSec > b.cyclesPerSec,
+      `${times(ratio(a.cyclesPerSec, b.cyclesPerSec))} (${fmtInt(a.cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s; p50 ${fmt(a.p50, 3)} vs ${fmt(b.p50, 3)} ms)${tokio}`))
+  }
+  return out
+}
+
 // ---------------------------------------------------------------- tables
 
 function summaryTable (R) {
@@ -279,6 +305,19 @@ function redissonUncontendedTable (sc) {
   return lines.join('\n')
 }
 
+function quorumTable (sc) {
+  const base = sc[REDLOCK_QUORUM]
+  const lines = [
+    '| contender | cycles/s median (min–max) | × redlock | p50 ms | p99 ms | process CPU µs/cycle | JS-thread CPU µs/cycle | Redis cmds/cycle, all servers (cmdstat, incl. inside Lua) |',
+    '|---|---:|---:|---:|---:|---:|---:|---|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${base ? times(ratio(s.cyclesPerSec, base.cyclesPerSec)) : 'n/a'} | ` +
+      `${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
+  }
+  return lines.join('\n')
+}
+
 /**
  * Handoff rows; `wait`: what the waiting call is called; `other`: add the
  * handoffs to another worker than the previous holder (wake section).
@@ -348,6 +387,27 @@ function wakeSection (Rw, checks, cfg) {
   ]
 }
 
+function quorumSection (Rq, checks, cfg) {
+  const line = (t) => `- **${t.status}** ${t.name}: ${t.detail}`
+  const n = Rq.servers.length
+  const parts = [
+    `## Redlock on ${n} servers: redislock-rs vs node-redlock (not among issue 9's targets)`,
+    '',
+    `Method: ${n} more redis-servers started for this section (\`--save '' --appendonly no\`, free ports: ${Rq.servers.join(', ')}; the same machine, so no network between them) and stopped after it. ` +
+      `Each contender in a child process of its own, one connection per server shared by all its workers, interleaved and rotated per round (${cfg.rounds} round(s)), medians. ` +
+      `Uncontended: every worker its own key, acquire + release in a loop, ${cfg.duration} ms after a ${cfg.warmup} ms warm-up. ` +
+      'redislock-rs: `createLock([s1, s2, s3], { timeout: 10000, retries: 0 })` per worker (s1…s3 = `{ host, port }`, the same objects for every lock), once with REDISLOCK_RS_ENGINE=js (JS-thread engine, the default) and once with =tokio; ' +
+      `redlock@${pkgVersion('redlock')}: \`new Redlock([c1, c2, c3], { retryCount: 0, retryJitter: 0 })\` over one ioredis@${pkgVersion('ioredis')} client per server, shared by the workers, \`lock(key, 10000)\` then \`unlock()\`. ` +
+      'Redis cmds/cycle = the INFO commandstats deltas of all the servers, summed, / cycles.',
+    ''
+  ]
+  for (const [c, sc] of Object.entries(Rq.uncontended)) {
+    parts.push(`### Redlock on ${n} servers, uncontended: ${workersLabel(c)}, each on its own key`, '', quorumTable(sc), '')
+  }
+  parts.push(...checks.map(line), '')
+  return parts
+}
+
 // ---------------------------------------------------------------- report
 
 function machine () {
@@ -377,10 +437,11 @@ const pkgVersion = (p) => { try { return require(`${p}/package.json`).version } 
 
 /**
  * The markdown report. `cfg` is the run's configuration (index.js); `rchecks`
- * from redissonChecks, `wchecks` from wakeChecks. A partial run
- * (BENCH_SECTIONS) renders the sections it ran only.
+ * from redissonChecks, `wchecks` from wakeChecks, `qchecks` from
+ * quorumChecks. A partial run (BENCH_SECTIONS) renders the sections it ran
+ * only.
  */
-function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = []) {
+function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks = []) {
   const ran = (section) => !cfg.sections || cfg.sections.includes(section)
   const m = meta.machine
   const changed = ['git', 'dirty', 'addon'].filter((k) => meta.machineAtEnd && meta.machineAtEnd[k] !== m[k])
@@ -435,8 +496,9 @@ function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = []) {
     parts.push('## Redisson face', '', cfg.redisson ? 'Not measured.' : 'Skipped (BENCH_NO_REDISSON=1).', '')
   }
   if (R.wake) parts.push(...wakeSection(R.wake, wchecks, cfg))
+  if (R.quorum) parts.push(...quorumSection(R.quorum, qchecks, cfg))
   if (others.length || !cfg.partial) parts.push('## Other checks (from earlier issues)', '', ...others.map(line), '')
   return parts.join('\n')
 }
 
-module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, render, machine, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE }
+module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, render, machine, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM }
