@@ -82,6 +82,11 @@ export interface ConnectOptions {
   connectTimeout?: number
   /** Bound on one command's reply, in ms (default 2000). */
   commandTimeout?: number
+  /**
+   * Redis Cluster seed nodes (`host:port` or URLs): the endpoint is the
+   * cluster, served by the tokio engine.
+   */
+  cluster?: Array<string>
 }
 
 /** How an endpoint is named in errors (`host:port/db`, `unix:path/db`). */

@@ -96,6 +96,8 @@ export interface ConnectionOptions {
   keyPrefix?: string
   /** Same as `keyPrefix`, as node_redis v3 spells it. */
   prefix?: string
+  /** A Redis Cluster's seed nodes (`'host:port'`, URLs, ports or `{ host, port }`); the other fields apply to every node. */
+  cluster?: ReadonlyArray<string | number | { host?: string, port?: number } | { url: string }>
 }
 
 /**

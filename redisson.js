@@ -38,7 +38,13 @@ function connectionOf (redis) {
   if ('clusters' in redis) {
     throw new TypeError('new Redisson(config): config.redis.clusters (Redis Cluster) is not supported by redislock-rs yet; connect to a single server with { options } or { client }')
   }
-  if (redis.client !== undefined) return { client: redis.client, target: targetFor(redis.client, 'new Redisson({ redis: { client } })') }
+  if (redis.client !== undefined) {
+    const target = targetFor(redis.client, 'new Redisson({ redis: { client } })')
+    if (target.cluster) {
+      throw new TypeError('new Redisson(config): a Redis Cluster client is not supported by the Redisson face yet; connect to a single server with { options } or { client }')
+    }
+    return { client: redis.client, target }
+  }
   const options = redis.options === undefined ? {} : redis.options
   if (options === null || typeof options !== 'object') {
     throw new TypeError('new Redisson(config): config.redis.options must be an ioredis options object')

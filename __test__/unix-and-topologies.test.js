@@ -107,7 +107,7 @@ test('contradictory Unix socket settings are a TypeError', () => {
   }
 })
 
-test('Sentinel, Cluster and custom-connector clients are refused with a TypeError that says so', async () => {
+test('Sentinel and custom-connector clients are refused with a TypeError that says so; Cluster clients are read', async () => {
   const refused = (client, pattern) => {
     assert.throws(() => createLock(client), (err) => {
       assert.ok(err instanceof TypeError, String(err))
@@ -121,11 +121,20 @@ test('Sentinel, Cluster and custom-connector clients are refused with a TypeErro
   refused({ sentinels: [{ host: '127.0.0.1', port: 26379 }], name: 'mymaster', db: 1, username: 'u', password: 'p' }, /Sentinel/)
   refused(redisLatest.createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: 1 }] }), /Sentinel/)
   refused({ sentinelRootNodes: [{ host: '127.0.0.1', port: 1 }], name: 'mymaster' }, /Sentinel/)
+  // Redis Cluster (cluster.test.js locks on a real one): an ioredis
+  // Cluster and { cluster: [...] } are read; a node-redis cluster client
+  // keeps its nodes private until connect(), and says so.
   const cluster = new IORedis.Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true })
-  refused(cluster, /Cluster/)
-  refused(redisLatest.createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }), /Cluster/)
-  refused(redis4.createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }), /Cluster/)
-  refused({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }, /Cluster/)
+  assert.doesNotThrow(() => createLock(cluster))
+  assert.doesNotThrow(() => createLock({ cluster: ['127.0.0.1:1', 'redis://127.0.0.1:2'] }))
+  for (const lib of [redisLatest, redis4]) {
+    assert.throws(() => createLock(lib.createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] })),
+      (err) => err instanceof TypeError && /node-redis cluster client \(call connect\(\) first\)/.test(err.message))
+  }
+  refused({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }, /rootNodes: give \{ cluster: \[url, \.\.\.\] \}/)
+  assert.throws(() => createLock({ cluster: [] }), TypeError)
+  assert.throws(() => createLock({ cluster: ['nohostport'] }), TypeError)
+  assert.throws(() => createLock({ cluster: ['127.0.0.1:1'], db: 3 }), TypeError)
   refused({ socket: { host: '127.0.0.1', port: server.port } }, /socket options/)
   class MyConnector { constructor () { this.connecting = false } connect () {} disconnect () {} }
   refused(new IORedis({ Connector: MyConnector, lazyConnect: true }), /Connector/)

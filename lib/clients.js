@@ -14,7 +14,8 @@
 
 const CLIENT_KINDS =
   'a node_redis (v3 or v4+) client, an ioredis client, a redis://, rediss:// or unix:// URL, ' +
-  'or an options object {host, port, path, db, username, password, tls, keyPrefix}'
+  'or an options object {host, port, path, db, username, password, tls, keyPrefix} ' +
+  '(a Redis Cluster: its ioredis or node-redis cluster client, or {cluster: [url, ...]})'
 
 const OPTION_FIELDS = ['url', 'host', 'port', 'path', 'db', 'database', 'username', 'password', 'tls',
   'connectTimeout', 'commandTimeout', 'keyPrefix', 'prefix']
@@ -25,9 +26,8 @@ const URL_SCHEME = /^(rediss?|unix|redis\+unix):\/\//
 const UNSUPPORTED_FIELDS = {
   sentinels: 'Sentinel (sentinels/name)',
   sentinelRootNodes: 'Sentinel (sentinelRootNodes)',
-  rootNodes: 'Redis Cluster (rootNodes)',
-  cluster: 'Redis Cluster (cluster)',
-  nodes: 'Redis Cluster (nodes)',
+  rootNodes: 'Redis Cluster (rootNodes: give { cluster: [url, ...] } or the cluster client)',
+  nodes: 'Redis Cluster (nodes: give { cluster: [url, ...] })',
   socket: 'node-redis socket options (give host, port or path at the top level)'
 }
 
@@ -225,8 +225,6 @@ function classNames (value) {
  */
 function unsupportedTopology (client) {
   const names = classNames(client)
-  if (client.isCluster === true || typeof client.getSlotMaster === 'function' ||
-    names.some((n) => /Cluster/.test(n))) return 'a Redis Cluster client'
   if (names.some((n) => /Sentinel/.test(n))) return 'a Sentinel client'
   const opts = client.options
   if (opts !== null && typeof opts === 'object') {
@@ -264,13 +262,79 @@ function safeMessage (err) {
   }
 }
 
+/** One cluster seed node as `host:port` or a URL. */
+function seed (node) {
+  if (typeof node === 'number') return `127.0.0.1:${node}`
+  if (typeof node === 'string') return node
+  if (node !== null && typeof node === 'object') {
+    if (typeof node.url === 'string') return node.url
+    const at = node.socket && typeof node.socket === 'object' ? node.socket : node
+    if (at.host !== undefined || at.port !== undefined) return `${at.host || '127.0.0.1'}:${at.port || 6379}`
+  }
+  throw new TypeError(`a Redis Cluster node must be a URL, host:port, a port or { host, port }; got ${describe(node)}`)
+}
+
+function clusterSeeds (nodes, what) {
+  if (!Array.isArray(nodes) || nodes.length === 0) {
+    throw new TypeError(`createLock could not read the Redis Cluster nodes of ${what}: expected a non-empty array`)
+  }
+  return nodes.map(seed)
+}
+
+/**
+ * A Redis Cluster: `{ cluster: [url | host:port | {host, port}, ...], password, tls, keyPrefix, ... }`,
+ * an ioredis `Cluster` (its startup nodes and `redisOptions`), or a
+ * node-redis `createCluster()` client (its root nodes and `defaults`).
+ * `null` when `value` is none of them.
+ */
+function fromCluster (value) {
+  const names = classNames(value)
+  let nodes, base, prefix
+  if (Array.isArray(value.cluster)) {
+    nodes = clusterSeeds(value.cluster, 'the cluster option')
+    base = value
+    prefix = value.keyPrefix !== undefined ? value.keyPrefix : value.prefix
+  } else if (value.isCluster === true) {
+    nodes = clusterSeeds(value.startupNodes, 'an ioredis Cluster')
+    base = (value.options && value.options.redisOptions) || {}
+    prefix = (value.options && value.options.keyPrefix) !== undefined ? value.options.keyPrefix : base.keyPrefix
+  } else if (names.some((n) => /Cluster/.test(n)) || typeof value.getSlotMaster === 'function') {
+    // node-redis keeps its options private: the primaries it found are
+    // public once connect() has run (credentials are not readable: give
+    // { cluster: [url, ...] } with them for a protected cluster).
+    const opts = value.options || undefined
+    const roots = opts && opts.rootNodes
+    const masters = Array.isArray(value.masters) && value.masters.length ? value.masters : undefined
+    nodes = clusterSeeds(roots || masters, 'a node-redis cluster client (call connect() first)')
+    base = (opts && opts.defaults) || {}
+    if (base.socket && typeof base.socket === 'object' && base.socket.tls) base = { ...base, tls: base.socket.tls === true ? true : base.socket }
+  } else {
+    return null
+  }
+  const out = {
+    cluster: nodes,
+    username: text(base.username),
+    password: text(base.password),
+    connectTimeout: int(base.connectTimeout),
+    commandTimeout: int(base.commandTimeout)
+  }
+  if (base.db !== undefined && int(base.db) !== 0) throw invalidClient(value, 'a Redis Cluster with a database other than 0')
+  return { out: tlsFields(base.tls, out), prefix: keyPrefix(prefix, value) }
+}
+
 function readTarget (value) {
   let out
   let prefix = ''
   const topology = value !== null && typeof value === 'object' && !Array.isArray(value)
     ? unsupportedTopology(value)
     : null
-  if (typeof value === 'string') {
+  const cluster = topology === null && value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? fromCluster(value)
+    : null
+  if (cluster !== null) {
+    out = cluster.out
+    prefix = cluster.prefix
+  } else if (typeof value === 'string') {
     if (!URL_SCHEME.test(value)) throw invalidClient(value)
     out = urlTimeouts(value, { url: value })
   } else if (value === null || typeof value !== 'object' || Array.isArray(value)) {

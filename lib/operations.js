@@ -57,6 +57,11 @@ function engineFor () {
     }
     return loopEngine
   }
+  return tokioEngineFor()
+}
+
+/** The tokio engine (Redis Cluster endpoints always use it). */
+function tokioEngineFor () {
   return tokioEngine || (tokioEngine = new Completer(onDone))
 }
 
@@ -123,4 +128,4 @@ function start (settle, lock, key, submit, P = Promise) {
   return p
 }
 
-module.exports = { start, engineFor, defaultEngine }
+module.exports = { start, engineFor, tokioEngineFor, defaultEngine }

@@ -152,6 +152,9 @@ class QuorumLock {
       }
     }
     const targets = clients.map((c, i) => targetFor(c, `createLock([...]) server ${i}`))
+    if (targets.some((t) => t.cluster)) {
+      throw new TypeError('createLock([...]): a Redis Cluster cannot be one of a quorum\'s independent servers; lock on the cluster itself with createLock(cluster)')
+    }
     const prefixes = new Set(targets.map((t) => t.prefix))
     if (prefixes.size > 1) throw new TypeError('createLock([...]): every server\'s client must have the same key prefix')
     if (new Set(targets.map((t) => t.endpoint)).size !== targets.length) {

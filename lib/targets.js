@@ -7,7 +7,7 @@
  */
 
 const { RedisConnection } = require('./native')
-const { engineFor } = require('./operations')
+const { engineFor, tokioEngineFor } = require('./operations')
 const { readClient, CLIENT_KINDS } = require('./clients')
 
 /**
@@ -29,7 +29,10 @@ function targetFor (client, what = 'createLock') {
       const why = String(err && err.message).replace(/^\[[A-Z_]+\] /, '')
       throw new TypeError(`${what} expects ${CLIENT_KINDS}; got unusable settings: ${why}`, { cause: err })
     }
-    target = { engine: engineFor(), endpoint: native.id, prefix }
+    // The JS-thread engine speaks to one server; a Redis Cluster is the
+    // redis crate's cluster client, on the tokio engine.
+    const cluster = options.cluster !== undefined
+    target = { engine: cluster ? tokioEngineFor() : engineFor(), endpoint: native.id, prefix, cluster }
     if (cache) cache.set(client, target)
   }
   return target

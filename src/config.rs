@@ -54,6 +54,9 @@ pub struct EndpointSpec {
     pub tls: Option<TlsSettings>,
     pub connect_timeout_ms: Option<u32>,
     pub command_timeout_ms: Option<u32>,
+    /// Redis Cluster: seed nodes (`host:port` or `redis://`/`rediss://`
+    /// URLs); the other fields give credentials, TLS and timeouts.
+    pub cluster: Option<Vec<String>>,
 }
 
 /// Where a server listens.
@@ -78,6 +81,8 @@ pub struct Endpoint {
     pub tls: Option<TlsSettings>,
     pub connect_timeout: Duration,
     pub command_timeout: Duration,
+    /// Redis Cluster seed nodes (empty: one server at `address`).
+    pub cluster: Vec<(String, u16)>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -89,6 +94,7 @@ impl std::fmt::Debug for Endpoint {
             .field("username", &self.username.as_ref().map(|_| "<set>"))
             .field("password", &self.password.as_ref().map(|_| "<set>"))
             .field("tls", &self.tls.is_some())
+            .field("cluster", &self.cluster)
             .finish()
     }
 }
@@ -96,6 +102,14 @@ impl std::fmt::Debug for Endpoint {
 impl Endpoint {
     /// `host:port/db` or `unix:path/db`, for messages. Holds no credentials.
     pub fn describe(&self) -> String {
+        if !self.cluster.is_empty() {
+            let nodes: Vec<String> = self
+                .cluster
+                .iter()
+                .map(|(h, p)| format!("{h}:{p}"))
+                .collect();
+            return format!("cluster({})", nodes.join(","));
+        }
         match &self.address {
             Address::Tcp { host, port } => format!("{host}:{port}/{}", self.db),
             Address::Unix(path) => format!("unix:{path}/{}", self.db),
@@ -114,9 +128,13 @@ impl Endpoint {
             tls: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            cluster: Vec::new(),
         };
         if let Some(url) = spec.url.as_deref() {
             endpoint.apply_url(url)?;
+        }
+        if let Some(nodes) = spec.cluster.as_deref() {
+            endpoint.apply_cluster(nodes)?;
         }
         endpoint.apply_address(spec.host, spec.port, spec.path)?;
         if let Some(db) = spec.db {
@@ -148,6 +166,103 @@ impl Endpoint {
             endpoint.command_timeout = positive_ms(ms, "commandTimeout")?;
         }
         Ok(endpoint)
+    }
+
+    /// Redis Cluster seed nodes: `host:port`, or URLs whose credentials and
+    /// TLS then apply to every node. A cluster has no database but 0.
+    fn apply_cluster(&mut self, nodes: &[String]) -> Result<()> {
+        if nodes.is_empty() {
+            return Err(Error::InvalidArgument(
+                "A Redis Cluster needs at least one seed node".into(),
+            ));
+        }
+        let mut seeds = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            if URL_SCHEMES.iter().any(|s| node.starts_with(s)) {
+                self.apply_url(node)?;
+                match &self.address {
+                    Address::Tcp { host, port } => seeds.push((host.clone(), *port)),
+                    Address::Unix(_) => {
+                        return Err(Error::InvalidArgument(
+                            "A Redis Cluster node cannot be a Unix socket".into(),
+                        ))
+                    }
+                }
+                continue;
+            }
+            let (host, port) = node.rsplit_once(':').ok_or_else(|| {
+                Error::InvalidArgument(
+                    "Invalid Redis Cluster node: expected host:port or a redis:// URL".into(),
+                )
+            })?;
+            let port = port
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!("Invalid Redis Cluster node port {port:?}"))
+                })?;
+            if host.is_empty() {
+                return Err(Error::InvalidArgument(
+                    "Redis Cluster node host must not be empty".into(),
+                ));
+            }
+            seeds.push((strip_brackets(host), port));
+        }
+        if self.db != 0 {
+            return Err(Error::InvalidArgument(
+                "Redis Cluster has only database 0".into(),
+            ));
+        }
+        let (host, port) = seeds[0].clone();
+        self.address = Address::Tcp { host, port };
+        self.cluster = seeds;
+        Ok(())
+    }
+
+    /// A `redis::cluster::ClusterClient` for a cluster endpoint.
+    pub(crate) fn cluster_client(&self) -> Result<redis::cluster::ClusterClient> {
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        let seeds: Vec<String> = self
+            .cluster
+            .iter()
+            .map(|(h, p)| {
+                let host = if h.contains(':') {
+                    format!("[{h}]")
+                } else {
+                    h.clone()
+                };
+                format!("{scheme}://{host}:{p}")
+            })
+            .collect();
+        let mut b = redis::cluster::ClusterClientBuilder::new(seeds)
+            .connection_timeout(self.connect_timeout)
+            .response_timeout(self.command_timeout)
+            .retries(2);
+        if let Some(user) = &self.username {
+            b = b.username(user);
+        }
+        if let Some(pass) = &self.password {
+            b = b.password(pass);
+        }
+        if let Some(tls) = &self.tls {
+            if tls.ca.is_some() || tls.cert.is_some() || tls.key.is_some() {
+                return Err(Error::InvalidArgument(
+                    "Redis Cluster over TLS with a custom CA or client certificate is not supported yet".into(),
+                ));
+            }
+            b = b.tls(if tls.reject_unauthorized {
+                redis::TlsMode::Secure
+            } else {
+                redis::TlsMode::Insecure
+            });
+        }
+        b.build()
+            .map_err(|e| Error::InvalidArgument(format!("Invalid Redis Cluster settings: {e}")))
     }
 
     /// Explicit `host`/`port` (TCP) or `path` (Unix socket) over what the URL said.

@@ -26,7 +26,16 @@ use crate::batch::Batcher;
 use crate::config::Endpoint;
 use crate::error::{Error, Result};
 
-type Connecting = Shared<BoxFuture<'static, Result<Arc<Batcher>>>>;
+type Connecting = Shared<BoxFuture<'static, Result<Link>>>;
+
+/// What a connect yields: one server's batched connection manager, or the
+/// `redis` crate's cluster connection (which follows MOVED/ASK, resharding
+/// and failover itself).
+#[derive(Clone)]
+enum Link {
+    Single(Arc<Batcher>),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
 
 /// The current connection attempt (or established manager) for one endpoint.
 struct Slot {
@@ -145,9 +154,27 @@ fn connecting(endpoint: Endpoint) -> Connecting {
     }
 }
 
-async fn connect(endpoint: Endpoint) -> Result<Arc<Batcher>> {
+async fn connect(endpoint: Endpoint) -> Result<Link> {
     if endpoint.tls.is_some() {
         install_crypto_provider();
+    }
+    if !endpoint.cluster.is_empty() {
+        let client = endpoint.cluster_client()?;
+        return match tokio::time::timeout(endpoint.connect_timeout, client.get_async_connection())
+            .await
+        {
+            Ok(Ok(conn)) => Ok(Link::Cluster(conn)),
+            Ok(Err(e)) => Err(Error::Connection(format!(
+                "Redis Cluster connection to {} failed: {}",
+                endpoint.describe(),
+                e
+            ))),
+            Err(_) => Err(Error::Connection(format!(
+                "Redis Cluster connection to {} timed out after {} ms",
+                endpoint.describe(),
+                endpoint.connect_timeout.as_millis()
+            ))),
+        };
     }
     let client = endpoint.client()?;
     let config = ConnectionManagerConfig::new()
@@ -160,7 +187,7 @@ async fn connect(endpoint: Endpoint) -> Result<Arc<Batcher>> {
     // The manager retries a refused first connect itself; bound the whole
     // thing so a dead server fails fast.
     match tokio::time::timeout(endpoint.connect_timeout, connecting).await {
-        Ok(Ok(manager)) => Ok(Batcher::new(manager)),
+        Ok(Ok(manager)) => Ok(Link::Single(Batcher::new(manager))),
         Ok(Err(e)) => Err(Error::Connection(format!(
             "Redis connection to {} failed: {}",
             endpoint.describe(),
@@ -179,7 +206,7 @@ async fn connect(endpoint: Endpoint) -> Result<Arc<Batcher>> {
 /// connects afresh. Commands sent through this handle keep using the same
 /// socket, in order (an acquire's clean-up release queues behind its `SET`).
 pub struct Conn {
-    link: Arc<Batcher>,
+    link: Link,
     slot: Arc<Mutex<Slot>>,
     generation: u64,
 }
@@ -197,7 +224,10 @@ impl Conn {
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         async move {
-            let result = self.link.send(cmd).await;
+            let result = match &self.link {
+                Link::Single(b) => b.send(cmd).await,
+                Link::Cluster(c) => c.clone().req_packed_command(cmd).await,
+            };
             self.observe(&result);
             result
         }
@@ -211,8 +241,13 @@ impl ConnectionLike for Conn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         async move {
-            let mut manager = self.link.manager().clone();
-            let result = manager.req_packed_commands(pipeline, offset, count).await;
+            let result = match &self.link {
+                Link::Single(b) => {
+                    let mut manager = b.manager().clone();
+                    manager.req_packed_commands(pipeline, offset, count).await
+                }
+                Link::Cluster(c) => c.clone().req_packed_commands(pipeline, offset, count).await,
+            };
             self.observe(&result);
             result
         }
@@ -220,6 +255,9 @@ impl ConnectionLike for Conn {
     }
 
     fn get_db(&self) -> i64 {
-        self.link.manager().get_db()
+        match &self.link {
+            Link::Single(b) => b.manager().get_db(),
+            Link::Cluster(_) => 0,
+        }
     }
 }

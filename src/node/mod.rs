@@ -63,6 +63,9 @@ pub struct ConnectOptions {
     pub connect_timeout: Option<u32>,
     /// Bound on one command's reply, in ms (default 2000).
     pub command_timeout: Option<u32>,
+    /// Redis Cluster seed nodes (`host:port` or URLs): the endpoint is the
+    /// cluster, served by the tokio engine.
+    pub cluster: Option<Vec<String>>,
 }
 
 impl From<ConnectOptions> for EndpointSpec {
@@ -90,6 +93,7 @@ impl From<ConnectOptions> for EndpointSpec {
             tls,
             connect_timeout_ms: o.connect_timeout,
             command_timeout_ms: o.command_timeout,
+            cluster: o.cluster,
         }
     }
 }

@@ -1,0 +1,133 @@
+'use strict'
+
+/**
+ * Redis Cluster: 3 primaries + 3 replicas started here. Locks through
+ * `{ cluster: [...] }`, an ioredis Cluster and a node-redis cluster client,
+ * on keys spread over every slot; helper keys (fencing counters) in the
+ * key's slot; autoExtend renewals through the cluster; a primary killed
+ * mid-run, the cluster fails over, and locking goes on with no overlap.
+ */
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const IORedis = require('ioredis')
+const { createCluster } = require('redis4')
+const R = require('..')
+const { startCluster } = require('./helpers/cluster')
+
+let cluster
+let check
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+before(async () => {
+  cluster = await startCluster({ masters: 3, replicas: 1 })
+  check = new IORedis.Cluster(cluster.seeds.map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) })))
+})
+
+after(async () => {
+  if (check) check.disconnect()
+  if (cluster) await cluster.stop()
+})
+
+test('{ cluster: [...] }: locks on keys spread over every primary', async () => {
+  const lock = R.createLock({ cluster: cluster.seeds }, { timeout: 5000 })
+  const slots = new Set()
+  for (let i = 0; i < 60; i++) {
+    const key = `cluster:spread:${i}`
+    await lock.acquire(key)
+    assert.equal(await check.get(key), lock._id, key)
+    const other = R.createLock({ cluster: cluster.seeds })
+    await assert.rejects(other.acquire(key), { name: 'LockAcquisitionError', message: `Could not acquire lock on "${key}"` })
+    await lock.extend(6000)
+    await lock.release()
+    assert.equal(await check.exists(key), 0)
+    slots.add(await check.cluster('KEYSLOT', key))
+  }
+  // 60 keys land on all three primaries' slot ranges.
+  const ranges = (await check.cluster('SLOTS')).map(([from, to]) => [from, to])
+  const hit = ranges.filter(([from, to]) => [...slots].some((s) => s >= from && s <= to))
+  assert.equal(hit.length, ranges.length, 'every primary served some key')
+})
+
+test('an ioredis Cluster (with keyPrefix) and a node-redis cluster client are read, not refused', async () => {
+  const ioCluster = new IORedis.Cluster([{ host: '127.0.0.1', port: Number(cluster.seeds[0].split(':')[1]) }], { keyPrefix: 'app:' })
+  const nodeCluster = createCluster({ rootNodes: cluster.seeds.map((s) => ({ url: `redis://${s}` })) })
+  nodeCluster.on('error', () => {})
+  await nodeCluster.connect()
+  try {
+    const a = R.createLock(ioCluster)
+    await a.acquire('cluster:client')
+    assert.equal(await check.get('app:cluster:client'), a._id, 'the ioredis keyPrefix is applied')
+    await a.release()
+    const b = R.createLock(nodeCluster)
+    await b.acquire('cluster:client')
+    assert.equal(await check.get('cluster:client'), b._id)
+    await b.release()
+  } finally {
+    ioCluster.disconnect()
+    await nodeCluster.disconnect()
+  }
+})
+
+test('fencing counters share the key\'s slot; autoExtend renews through the cluster', async () => {
+  const lock = R.createLock({ cluster: cluster.seeds }, { timeout: 600, fencing: true, autoExtend: true })
+  const tokens = []
+  for (const key of ['cluster:fence:a', 'cluster:fence:b', '{user:1}:fence']) {
+    await lock.acquire(key)
+    tokens.push(lock.fencingToken)
+    await lock.release()
+    await lock.acquire(key)
+    assert.equal(lock.fencingToken, tokens[tokens.length - 1] + 1n)
+    await sleep(1000) // past the 600 ms lease: only renewals keep it
+    assert.equal(await check.get(key), lock._id, `${key} kept by renewals`)
+    assert.equal(lock.signal.aborted, false)
+    await lock.release()
+  }
+})
+
+test('a primary killed mid-run: the cluster fails over and locking goes on, with no overlap', async () => {
+  const keys = Array.from({ length: 6 }, (_, i) => `cluster:failover:${i}`)
+  const inside = new Map()
+  let overlaps = 0
+  let sections = 0
+  let afterFailover = 0
+  let failedOver = false
+  let running = true
+  const worker = async (w) => {
+    const lock = R.createLock({ cluster: cluster.seeds, commandTimeout: 500, connectTimeout: 500 }, { timeout: 3000, retries: 20, delay: 50 })
+    let k = w
+    while (running) {
+      const key = keys[k++ % keys.length]
+      try {
+        await lock.acquire(key)
+      } catch (_) {
+        await sleep(50)
+        continue
+      }
+      if (inside.get(key)) overlaps++
+      inside.set(key, true)
+      await sleep(2)
+      inside.set(key, false)
+      sections++
+      if (failedOver) afterFailover++
+      await lock.release().catch(() => {})
+    }
+  }
+  const workers = [0, 1, 2, 3].map(worker)
+  await sleep(500)
+  // Kill the primary that owns the first key's slot.
+  const slot = await check.cluster('KEYSLOT', keys[0])
+  const owner = (await check.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to)
+  const victim = cluster.nodes.find((n) => n.port === owner[2][1])
+  await victim.stop(true)
+  await cluster.failedOver(slot, victim.port)
+  failedOver = true
+  const t0 = Date.now()
+  // Wait for locking to resume (the clients refresh their slot maps).
+  while (afterFailover < 30 && Date.now() - t0 < 15000) await sleep(100)
+  console.log(`# failover: ${afterFailover} sections in the ${Date.now() - t0} ms after the cluster settled`)
+  running = false
+  await Promise.all(workers)
+  assert.equal(overlaps, 0)
+  assert.ok(afterFailover > 20, `locking went on after the failover: ${afterFailover} of ${sections}`)
+})

@@ -1,0 +1,130 @@
+'use strict'
+
+/**
+ * A throwaway Redis Cluster for tests: `masters` primaries (and `replicas`
+ * replicas each) on free ports, each with its own files in a temp dir,
+ * joined with `redis-cli --cluster create`, ready once every node reports
+ * `cluster_state:ok`. Stops only the servers it started, by PID.
+ */
+
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
+const { execFile } = require('child_process')
+const IORedis = require('ioredis')
+const { startRedis } = require('./redis')
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+function run (cmd, args) {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { timeout: 30000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${cmd} ${args.join(' ')} failed: ${err.message}\n${stdout}\n${stderr}`))
+      else resolve(stdout)
+    })
+  })
+}
+
+async function clusterState (port) {
+  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  c.on('error', () => {})
+  try {
+    await c.connect()
+    return await c.cluster('INFO')
+  } catch (_) {
+    return ''
+  } finally {
+    c.disconnect()
+  }
+}
+
+/** The port of the node `port` believes serves `slot` (null if unknown). */
+async function slotOwner (port, slot) {
+  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  c.on('error', () => {})
+  try {
+    await c.connect()
+    const ranges = await c.cluster('SLOTS')
+    const hit = ranges.find(([from, to]) => slot >= from && slot <= to)
+    return hit ? hit[2][1] : null
+  } catch (_) {
+    return null
+  } finally {
+    c.disconnect()
+  }
+}
+
+async function startCluster ({ masters = 3, replicas = 0 } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redislock-rs-cluster-'))
+  const nodes = []
+  for (let i = 0; i < masters * (1 + replicas); i++) {
+    const own = fs.mkdtempSync(path.join(dir, 'node-'))
+    nodes.push(await startRedis({
+      args: ['--cluster-enabled', 'yes', '--cluster-config-file', path.join(own, 'nodes.conf'),
+        '--cluster-node-timeout', '1000', '--dir', own, '--repl-diskless-sync-delay', '0']
+    }))
+  }
+  await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
+    '--cluster-replicas', String(replicas), '--cluster-yes'])
+  const cluster = {
+    nodes,
+    seeds: nodes.map((n) => `127.0.0.1:${n.port}`),
+    /** Waits until every running node says cluster_state:ok. */
+    async settled (timeoutMs = 20000) {
+      const deadline = Date.now() + timeoutMs
+      for (;;) {
+        const states = await Promise.all(nodes.filter((n) => n.pid).map((n) => clusterState(n.port)))
+        if (states.every((s) => /cluster_state:ok/.test(s))) return
+        if (Date.now() > deadline) throw new Error('the cluster did not settle')
+        await sleep(100)
+      }
+    },
+    /**
+     * Waits until the live nodes agree that a node other than `deadPort`
+     * serves `slot` (a failover done), and the cluster is ok again.
+     */
+    async failedOver (slot, deadPort, timeoutMs = 30000) {
+      const deadline = Date.now() + timeoutMs
+      for (;;) {
+        const live = nodes.filter((n) => n.pid)
+        const owners = await Promise.all(live.map((n) => slotOwner(n.port, slot)))
+        if (owners.every((p) => p !== null && p !== deadPort)) return cluster.settled(Math.max(1000, deadline - Date.now()))
+        if (Date.now() > deadline) throw new Error(`slot ${slot} did not fail over`)
+        await sleep(100)
+      }
+    },
+    async stop () {
+      for (const n of nodes) await n.stop()
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  await cluster.settled()
+  // Replicas in sync (a failover needs one), or the test would kill a
+  // primary whose replica has nothing.
+  if (replicas > 0) {
+    const deadline = Date.now() + 20000
+    for (;;) {
+      const infos = await Promise.all(nodes.map((n) => info(n.port)))
+      const up = infos.filter((i) => /master_link_status:up/.test(i)).length
+      if (up === masters * replicas) break
+      if (Date.now() > deadline) throw new Error(`only ${up} replicas in sync`)
+      await sleep(100)
+    }
+  }
+  return cluster
+}
+
+async function info (port) {
+  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  c.on('error', () => {})
+  try {
+    await c.connect()
+    return await c.info('replication')
+  } catch (_) {
+    return ''
+  } finally {
+    c.disconnect()
+  }
+}
+
+module.exports = { startCluster }
