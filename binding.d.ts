@@ -87,6 +87,14 @@ export interface ConnectOptions {
    * cluster, served by the tokio engine.
    */
   cluster?: Array<string>
+  /**
+   * Sentinels (`host:port`) and the primary's name: the endpoint is
+   * whatever primary they name, served by the tokio engine.
+   */
+  sentinels?: Array<string>
+  sentinelName?: string
+  sentinelUsername?: string
+  sentinelPassword?: string
 }
 
 /** How an endpoint is named in errors (`host:port/db`, `unix:path/db`). */

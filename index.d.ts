@@ -96,6 +96,12 @@ export interface ConnectionOptions {
   keyPrefix?: string
   /** Same as `keyPrefix`, as node_redis v3 spells it. */
   prefix?: string
+  /** Sentinel: the sentinels (`'host:port'` or `{ host, port }`); locks go to the primary they name as `name`, followed across failovers. */
+  sentinels?: ReadonlyArray<string | { host?: string, port?: number }>
+  /** Sentinel: the primary's name. */
+  name?: string
+  sentinelUsername?: string
+  sentinelPassword?: string
   /** A Redis Cluster's seed nodes (`'host:port'`, URLs, ports or `{ host, port }`); the other fields apply to every node. */
   cluster?: ReadonlyArray<string | number | { host?: string, port?: number } | { url: string }>
 }

@@ -24,8 +24,7 @@ const URL_SCHEME = /^(rediss?|unix|redis\+unix):\/\//
 
 /** Options-object fields that name a topology we do not support yet. */
 const UNSUPPORTED_FIELDS = {
-  sentinels: 'Sentinel (sentinels/name)',
-  sentinelRootNodes: 'Sentinel (sentinelRootNodes)',
+  sentinelRootNodes: 'node-redis Sentinel (sentinelRootNodes: give { sentinels: [host:port, ...], name })',
   rootNodes: 'Redis Cluster (rootNodes: give { cluster: [url, ...] } or the cluster client)',
   nodes: 'Redis Cluster (nodes: give { cluster: [url, ...] })',
   socket: 'node-redis socket options (give host, port or path at the top level)'
@@ -225,14 +224,14 @@ function classNames (value) {
  */
 function unsupportedTopology (client) {
   const names = classNames(client)
-  if (names.some((n) => /Sentinel/.test(n))) return 'a Sentinel client'
+  if (names.some((n) => /Sentinel/.test(n))) return 'a node-redis Sentinel client (its settings are private: give { sentinels: [host:port, ...], name, password })'
   const opts = client.options
+  const sentinel = opts !== null && typeof opts === 'object' && opts.sentinels !== undefined && opts.sentinels !== null
   if (opts !== null && typeof opts === 'object') {
-    if (opts.sentinels !== undefined && opts.sentinels !== null) return 'a Sentinel client (ioredis sentinels/name)'
     if (typeof opts.Connector === 'function') return 'an ioredis client with a custom Connector'
   }
   const connector = client.connector
-  if (connector && connector.constructor && connector.constructor.name !== 'StandaloneConnector' &&
+  if (!sentinel && connector && connector.constructor && connector.constructor.name !== 'StandaloneConnector' &&
     typeof client.defineCommand === 'function') {
     return `an ioredis client with a ${connector.constructor.name}`
   }
@@ -322,18 +321,52 @@ function fromCluster (value) {
   return { out: tlsFields(base.tls, out), prefix: keyPrefix(prefix, value) }
 }
 
+/**
+ * Sentinel: `{ sentinels: [host:port | {host, port}, ...], name, sentinelPassword,
+ * sentinelUsername, db, username, password, tls, keyPrefix }`, or an ioredis
+ * client built with those options. `null` when `value` is neither.
+ */
+function fromSentinel (value) {
+  const isIORedis = typeof value.sendCommand === 'function' && typeof value.defineCommand === 'function'
+  const o = isIORedis ? value.options : value
+  if (o === null || typeof o !== 'object' || o.sentinels === undefined || o.sentinels === null) return null
+  if (!Array.isArray(o.sentinels) || o.sentinels.length === 0) {
+    throw invalidClient(value, 'Sentinel settings whose sentinels are not a non-empty array')
+  }
+  const name = text(o.name)
+  if (name === undefined) throw invalidClient(value, 'Sentinel settings without the primary\'s name')
+  const out = {
+    sentinels: o.sentinels.map((n) => {
+      const s = seed(n)
+      return URL_SCHEME.test(s) ? s.replace(URL_SCHEME, '').replace(/^[^@]*@/, '').replace(/\/.*$/, '') : s
+    }),
+    sentinelName: name,
+    sentinelUsername: text(o.sentinelUsername),
+    sentinelPassword: text(o.sentinelPassword),
+    db: int(o.db),
+    username: text(o.username),
+    password: text(o.password),
+    connectTimeout: int(o.connectTimeout),
+    commandTimeout: int(o.commandTimeout)
+  }
+  return { out: tlsFields(o.tls, out), prefix: keyPrefix(isIORedis ? o.keyPrefix : (o.keyPrefix !== undefined ? o.keyPrefix : o.prefix), value) }
+}
+
 function readTarget (value) {
   let out
   let prefix = ''
   const topology = value !== null && typeof value === 'object' && !Array.isArray(value)
     ? unsupportedTopology(value)
     : null
-  const cluster = topology === null && value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? fromCluster(value)
-    : null
+  const plainObject = topology === null && value !== null && typeof value === 'object' && !Array.isArray(value)
+  const cluster = plainObject ? fromCluster(value) : null
+  const sentinel = plainObject && cluster === null ? fromSentinel(value) : null
   if (cluster !== null) {
     out = cluster.out
     prefix = cluster.prefix
+  } else if (sentinel !== null) {
+    out = sentinel.out
+    prefix = sentinel.prefix
   } else if (typeof value === 'string') {
     if (!URL_SCHEME.test(value)) throw invalidClient(value)
     out = urlTimeouts(value, { url: value })

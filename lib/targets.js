@@ -31,8 +31,10 @@ function targetFor (client, what = 'createLock') {
     }
     // The JS-thread engine speaks to one server; a Redis Cluster is the
     // redis crate's cluster client, on the tokio engine.
+    // ... and Sentinel's primary is found (again after a failover) there too.
     const cluster = options.cluster !== undefined
-    target = { engine: cluster ? tokioEngineFor() : engineFor(), endpoint: native.id, prefix, cluster }
+    const sentinel = options.sentinels !== undefined
+    target = { engine: cluster || sentinel ? tokioEngineFor() : engineFor(), endpoint: native.id, prefix, cluster }
     if (cache) cache.set(client, target)
   }
   return target

@@ -57,6 +57,21 @@ pub struct EndpointSpec {
     /// Redis Cluster: seed nodes (`host:port` or `redis://`/`rediss://`
     /// URLs); the other fields give credentials, TLS and timeouts.
     pub cluster: Option<Vec<String>>,
+    /// Sentinel: the sentinels (`host:port`) and the primary's name; the
+    /// other fields are the primary's database, credentials and TLS.
+    pub sentinels: Option<Vec<String>>,
+    pub sentinel_name: Option<String>,
+    pub sentinel_username: Option<String>,
+    pub sentinel_password: Option<String>,
+}
+
+/// Where Sentinel says the primary is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SentinelSpec {
+    pub nodes: Vec<(String, u16)>,
+    pub name: String,
+    pub username: Option<String>,
+    pub password: Option<String>,
 }
 
 /// Where a server listens.
@@ -83,6 +98,9 @@ pub struct Endpoint {
     pub command_timeout: Duration,
     /// Redis Cluster seed nodes (empty: one server at `address`).
     pub cluster: Vec<(String, u16)>,
+    /// Sentinel: the primary is found through these (then `address` is
+    /// only the first sentinel, for messages).
+    pub sentinel: Option<SentinelSpec>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -95,6 +113,10 @@ impl std::fmt::Debug for Endpoint {
             .field("password", &self.password.as_ref().map(|_| "<set>"))
             .field("tls", &self.tls.is_some())
             .field("cluster", &self.cluster)
+            .field(
+                "sentinel",
+                &self.sentinel.as_ref().map(|s| (&s.nodes, &s.name)),
+            )
             .finish()
     }
 }
@@ -102,6 +124,10 @@ impl std::fmt::Debug for Endpoint {
 impl Endpoint {
     /// `host:port/db` or `unix:path/db`, for messages. Holds no credentials.
     pub fn describe(&self) -> String {
+        if let Some(s) = &self.sentinel {
+            let nodes: Vec<String> = s.nodes.iter().map(|(h, p)| format!("{h}:{p}")).collect();
+            return format!("sentinel({}@{})/{}", s.name, nodes.join(","), self.db);
+        }
         if !self.cluster.is_empty() {
             let nodes: Vec<String> = self
                 .cluster
@@ -129,12 +155,39 @@ impl Endpoint {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             cluster: Vec::new(),
+            sentinel: None,
         };
         if let Some(url) = spec.url.as_deref() {
             endpoint.apply_url(url)?;
         }
         if let Some(nodes) = spec.cluster.as_deref() {
             endpoint.apply_cluster(nodes)?;
+        }
+        if let Some(nodes) = spec.sentinels.as_deref() {
+            let name = spec
+                .sentinel_name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| {
+                    Error::InvalidArgument("Sentinel needs the primary's name (name)".into())
+                })?;
+            let mut seeds = Vec::with_capacity(nodes.len());
+            for node in nodes {
+                seeds.push(host_port(node, "Sentinel node")?);
+            }
+            if seeds.is_empty() {
+                return Err(Error::InvalidArgument(
+                    "Sentinel needs at least one sentinel".into(),
+                ));
+            }
+            let (host, port) = seeds[0].clone();
+            endpoint.address = Address::Tcp { host, port };
+            endpoint.sentinel = Some(SentinelSpec {
+                nodes: seeds,
+                name,
+                username: spec.sentinel_username.clone().filter(|u| !u.is_empty()),
+                password: spec.sentinel_password.clone().filter(|p| !p.is_empty()),
+            });
         }
         endpoint.apply_address(spec.host, spec.port, spec.path)?;
         if let Some(db) = spec.db {
@@ -435,6 +488,81 @@ impl Endpoint {
         // The detail of a TLS/PEM parse error holds no credentials.
         client
             .map_err(|e| Error::InvalidArgument(format!("Invalid Redis connection settings: {e}")))
+    }
+}
+
+/// `host:port` (IPv6 hosts in brackets), checked.
+fn host_port(node: &str, what: &str) -> Result<(String, u16)> {
+    let (host, port) = node
+        .rsplit_once(':')
+        .ok_or_else(|| Error::InvalidArgument(format!("Invalid {what}: expected host:port")))?;
+    let port = port
+        .parse::<u16>()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| Error::InvalidArgument(format!("Invalid {what} port {port:?}")))?;
+    if host.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{what} host must not be empty"
+        )));
+    }
+    Ok((strip_brackets(host), port))
+}
+
+/// A `redis::Client` for the primary Sentinel names now.
+impl Endpoint {
+    pub(crate) async fn sentinel_primary(&self, s: &SentinelSpec) -> Result<redis::Client> {
+        let urls: Vec<String> = s
+            .nodes
+            .iter()
+            .map(|(h, p)| {
+                let host = if h.contains(':') {
+                    format!("[{h}]")
+                } else {
+                    h.clone()
+                };
+                match (&s.username, &s.password) {
+                    (Some(u), Some(pw)) => format!("redis://{u}:{pw}@{host}:{p}"),
+                    (None, Some(pw)) => format!("redis://:{pw}@{host}:{p}"),
+                    _ => format!("redis://{host}:{p}"),
+                }
+            })
+            .collect();
+        let mut sentinel = redis::sentinel::Sentinel::build(urls)
+            .map_err(|e| Error::InvalidArgument(format!("Invalid Sentinel settings: {e}")))?;
+        let mut redis = RedisConnectionInfo::default()
+            .set_db(self.db)
+            .set_skip_set_lib_name();
+        if let Some(user) = &self.username {
+            redis = redis.set_username(user);
+        }
+        if let Some(pass) = &self.password {
+            redis = redis.set_password(pass);
+        }
+        let mut node =
+            redis::sentinel::SentinelNodeConnectionInfo::default().set_redis_connection_info(redis);
+        if let Some(tls) = &self.tls {
+            if tls.ca.is_some() || tls.cert.is_some() || tls.key.is_some() {
+                return Err(Error::InvalidArgument(
+                    "Sentinel with a custom TLS CA or client certificate is not supported yet"
+                        .into(),
+                ));
+            }
+            node = node.set_tls_mode(if tls.reject_unauthorized {
+                redis::TlsMode::Secure
+            } else {
+                redis::TlsMode::Insecure
+            });
+        }
+        sentinel
+            .async_master_for(&s.name, Some(&node))
+            .await
+            .map_err(|e| {
+                Error::Connection(format!(
+                    "Sentinel could not name a primary for {:?}: {e}",
+                    s.name
+                ))
+            })
     }
 }
 

@@ -42,10 +42,25 @@ struct Slot {
     /// Bumped each time the current manager is retired.
     generation: u64,
     current: Option<Connecting>,
+    /// What to connect to when there is no current manager.
+    endpoint: Endpoint,
+}
+
+/// The current manager's generation and connect (starting one if none).
+fn current(slot: &Mutex<Slot>) -> (u64, Connecting) {
+    let mut slot = lock_slot(slot);
+    let connecting = match &slot.current {
+        Some(c) => c.clone(),
+        None => {
+            let c = connecting(slot.endpoint.clone());
+            slot.current = Some(c.clone());
+            c
+        }
+    };
+    (slot.generation, connecting)
 }
 
 pub struct SharedConnection {
-    endpoint: Endpoint,
     slot: Arc<Mutex<Slot>>,
 }
 
@@ -76,9 +91,12 @@ fn retire(slot: &Mutex<Slot>, generation: u64) {
     }
 }
 
-/// An error after which the connection it went through is not trusted again.
+/// An error after which the connection it went through is not trusted again
+/// (READONLY: the server was demoted to a replica, e.g. an old primary back
+/// after a failover; the next connect asks Sentinel again).
 fn breaks_connection(err: &redis::RedisError) -> bool {
-    err.is_timeout()
+    err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+        || err.is_timeout()
         || err.is_io_error()
         || err.is_connection_dropped()
         || err.is_connection_refusal()
@@ -95,10 +113,10 @@ impl SharedConnection {
         }
         registry.retain(|_, weak| weak.strong_count() > 0);
         let conn = Arc::new(SharedConnection {
-            endpoint: endpoint.clone(),
             slot: Arc::new(Mutex::new(Slot {
                 generation: 0,
                 current: None,
+                endpoint: endpoint.clone(),
             })),
         });
         registry.insert(endpoint, Arc::downgrade(&conn));
@@ -108,23 +126,13 @@ impl SharedConnection {
     /// A handle on the multiplexed connection; cheap to clone. Connects (or
     /// joins the connect already under way) when there is no live manager.
     pub async fn get(&self) -> Result<Conn> {
-        let (generation, connecting) = {
-            let mut slot = lock_slot(&self.slot);
-            let connecting = match &slot.current {
-                Some(c) => c.clone(),
-                None => {
-                    let c = connecting(self.endpoint.clone());
-                    slot.current = Some(c.clone());
-                    c
-                }
-            };
-            (slot.generation, connecting)
-        };
+        let (generation, connecting) = current(&self.slot);
         match connecting.await {
             Ok(link) => Ok(Conn {
                 link,
                 slot: Arc::clone(&self.slot),
                 generation,
+                broken: false,
             }),
             Err(e) => {
                 // The next call tries again instead of replaying this failure.
@@ -176,7 +184,24 @@ async fn connect(endpoint: Endpoint) -> Result<Link> {
             ))),
         };
     }
-    let client = endpoint.client()?;
+    let client = match &endpoint.sentinel {
+        // Asked again at every connect: after a failover, the new primary.
+        Some(spec) => {
+            match tokio::time::timeout(endpoint.connect_timeout, endpoint.sentinel_primary(spec))
+                .await
+            {
+                Ok(client) => client?,
+                Err(_) => {
+                    return Err(Error::Connection(format!(
+                        "Sentinel at {} did not name a primary within {} ms",
+                        endpoint.describe(),
+                        endpoint.connect_timeout.as_millis()
+                    )))
+                }
+            }
+        }
+        None => endpoint.client()?,
+    };
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(endpoint.connect_timeout))
         .set_response_timeout(Some(endpoint.command_timeout))
@@ -203,19 +228,49 @@ async fn connect(endpoint: Endpoint) -> Result<Link> {
 
 /// One caller's handle on the shared manager. A command that fails at the
 /// connection level retires the manager, so the next [`SharedConnection::get`]
-/// connects afresh. Commands sent through this handle keep using the same
-/// socket, in order (an acquire's clean-up release queues behind its `SET`).
+/// connects afresh. After a *timeout*, commands sent through this handle keep
+/// using the same socket, in order (an acquire's clean-up release queues
+/// behind its `SET`, which may still land); after a *broken* link (I/O error,
+/// refused, dropped, READONLY) there is nothing to queue behind, and the
+/// handle's next command goes over the current connection — after a Sentinel
+/// failover, the new primary's.
 pub struct Conn {
     link: Link,
     slot: Arc<Mutex<Slot>>,
     generation: u64,
+    /// This handle's link broke: move to the current one before the next command.
+    broken: bool,
 }
 
 impl Conn {
-    fn observe<T>(&self, result: &RedisResult<T>) {
+    fn observe<T>(&mut self, result: &RedisResult<T>) {
         if let Err(e) = result {
             if breaks_connection(e) {
                 retire(&self.slot, self.generation);
+                self.broken = !e.is_timeout();
+            }
+        }
+    }
+
+    /// After a broken link: the current connection (connecting if needed).
+    async fn heal(&mut self) -> RedisResult<()> {
+        if !self.broken {
+            return Ok(());
+        }
+        let (generation, connecting) = current(&self.slot);
+        match connecting.await {
+            Ok(link) => {
+                self.link = link;
+                self.generation = generation;
+                self.broken = false;
+                Ok(())
+            }
+            Err(e) => {
+                retire(&self.slot, generation);
+                Err(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    e.message().to_string(),
+                )))
             }
         }
     }
@@ -224,6 +279,7 @@ impl Conn {
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         async move {
+            self.heal().await?;
             let result = match &self.link {
                 Link::Single(b) => b.send(cmd).await,
                 Link::Cluster(c) => c.clone().req_packed_command(cmd).await,
@@ -241,6 +297,7 @@ impl ConnectionLike for Conn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         async move {
+            self.heal().await?;
             let result = match &self.link {
                 Link::Single(b) => {
                     let mut manager = b.manager().clone();

@@ -170,7 +170,11 @@ impl Wakeups {
     }
 
     async fn connect(self: Arc<Self>) -> Result<Link> {
-        let client = self.endpoint.client()?;
+        // Behind Sentinel: the primary it names now, as for commands.
+        let client = match &self.endpoint.sentinel {
+            Some(spec) => self.endpoint.sentinel_primary(spec).await?,
+            None => self.endpoint.client()?,
+        };
         let within = self.endpoint.connect_timeout;
         let describe = |e: String| {
             Error::Connection(format!(

@@ -39,13 +39,17 @@ function waitForPort (port, timeoutMs) {
 }
 
 /**
- * Starts `redis-server` with `--save '' --appendonly no` plus `args`.
+ * Starts `redis-server` with `--save '' --appendonly no` plus `args` (or, with
+ * `sentinelConf`, a sentinel on that config file).
  * Resolves to {port, pid, url, stop(), restart()}.
  */
 async function startRedis (options = {}) {
   const port = options.port || await freePort()
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-    '--daemonize', 'no', ...(options.args || [])]
+  // A sentinel (options.sentinelConf) reads its own, writable config file.
+  const args = options.sentinelConf
+    ? [options.sentinelConf, '--sentinel', '--port', String(port), '--daemonize', 'no']
+    : ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+        '--daemonize', 'no', ...(options.args || [])]
   let proc = null
   const server = {
     port,

@@ -66,6 +66,12 @@ pub struct ConnectOptions {
     /// Redis Cluster seed nodes (`host:port` or URLs): the endpoint is the
     /// cluster, served by the tokio engine.
     pub cluster: Option<Vec<String>>,
+    /// Sentinels (`host:port`) and the primary's name: the endpoint is
+    /// whatever primary they name, served by the tokio engine.
+    pub sentinels: Option<Vec<String>>,
+    pub sentinel_name: Option<String>,
+    pub sentinel_username: Option<String>,
+    pub sentinel_password: Option<String>,
 }
 
 impl From<ConnectOptions> for EndpointSpec {
@@ -94,6 +100,10 @@ impl From<ConnectOptions> for EndpointSpec {
             connect_timeout_ms: o.connect_timeout,
             command_timeout_ms: o.command_timeout,
             cluster: o.cluster,
+            sentinels: o.sentinels,
+            sentinel_name: o.sentinel_name,
+            sentinel_username: o.sentinel_username,
+            sentinel_password: o.sentinel_password,
         }
     }
 }

@@ -1,0 +1,89 @@
+'use strict'
+
+/**
+ * Sentinel: a primary, a replica and three sentinels started here. Locks
+ * through `{ sentinels, name }` and an ioredis Sentinel client go to the
+ * primary Sentinel names; the primary is killed, Sentinel fails over, and
+ * the same lock objects lock on the new primary; with `replicas: 1`, a lock
+ * acknowledged before the failover is still there after it.
+ */
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const IORedis = require('ioredis')
+const R = require('..')
+const { startSentinels } = require('./helpers/sentinel')
+
+let setup
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+before(async () => { setup = await startSentinels() })
+after(async () => { if (setup) await setup.stop() })
+
+async function get (port, key) {
+  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  c.on('error', () => {})
+  try {
+    await c.connect()
+    return await c.get(key)
+  } finally {
+    c.disconnect()
+  }
+}
+
+test('wakeOnRelease waiters behind Sentinel subscribe on the primary, not on a sentinel', async () => {
+  // The holder is another client (as another process would be): only the
+  // waiter's subscription can tell it of the release.
+  const opts = { sentinels: setup.addresses, name: setup.name }
+  const other = new IORedis({ port: setup.primary.port })
+  await other.set('sentinel:wake', 'someone-else', 'PX', 20000)
+  const waiter = R.createLock(opts, { wakeOnRelease: true, retries: 5, delay: 3000 })
+  const t0 = Date.now()
+  const waiting = waiter.acquire('sentinel:wake')
+  await sleep(300)
+  await other.del('sentinel:wake')
+  await other.publish('{sentinel:wake}:redislock-rs:released', '1')
+  other.disconnect()
+  await waiting
+  assert.ok(Date.now() - t0 < 2500, `woken by the release, not the 3 s poll: ${Date.now() - t0} ms`)
+  await waiter.release()
+})
+
+test('locks go to the primary Sentinel names, through options and an ioredis Sentinel client; a failover is followed', async () => {
+  const opts = { sentinels: setup.addresses, name: setup.name, connectTimeout: 1000, commandTimeout: 1000 }
+  const lock = R.createLock(opts, { timeout: 20000, retries: 100, delay: 100 })
+  await lock.acquire('sentinel:a')
+  assert.equal(await get(setup.primary.port, 'sentinel:a'), lock._id)
+  await lock.release()
+
+  const client = new IORedis({ sentinels: setup.addresses.map((a) => ({ host: '127.0.0.1', port: Number(a.split(':')[1]) })), name: setup.name, lazyConnect: true, keyPrefix: 'app:' })
+  const viaClient = R.createLock(client)
+  await viaClient.acquire('sentinel:b')
+  assert.equal(await get(setup.primary.port, 'app:sentinel:b'), viaClient._id)
+  await viaClient.release()
+  client.disconnect()
+
+  // An acknowledged lock, then the primary dies.
+  const acked = R.createLock(opts, { timeout: 20000, replicas: 1, replicaTimeout: 500 })
+  await acked.acquire('sentinel:acked')
+  const oldPrimary = setup.primary.port
+  await setup.primary.stop(true)
+  const deadline = Date.now() + 30000
+  let now
+  while ((now = await setup.primaryPort()) === oldPrimary || now === null) {
+    assert.ok(Date.now() < deadline, 'Sentinel failed over')
+    await sleep(100)
+  }
+  assert.equal(now, setup.replica.port)
+  // The same lock objects lock on the new primary.
+  await lock.acquire('sentinel:after')
+  assert.equal(await get(setup.replica.port, 'sentinel:after'), lock._id)
+  await lock.release()
+  assert.equal(await get(setup.replica.port, 'sentinel:acked'), acked._id, 'the acknowledged lock survived the failover')
+  await acked.release()
+})
+
+test('Sentinel settings are checked', () => {
+  assert.throws(() => R.createLock({ sentinels: [], name: 'mymaster' }), TypeError)
+  assert.throws(() => R.createLock({ sentinels: ['127.0.0.1:1'] }), /name/)
+})
