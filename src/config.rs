@@ -284,11 +284,7 @@ impl Endpoint {
             .cluster
             .iter()
             .map(|(h, p)| {
-                let host = if h.contains(':') {
-                    format!("[{h}]")
-                } else {
-                    h.clone()
-                };
+                let host = url_host(h);
                 format!("{scheme}://{host}:{p}")
             })
             .collect();
@@ -491,6 +487,15 @@ impl Endpoint {
     }
 }
 
+/// A host as a URL spells it (IPv6 addresses in brackets).
+fn url_host(host: &str) -> String {
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    }
+}
+
 /// `host:port` (IPv6 hosts in brackets), checked.
 fn host_port(node: &str, what: &str) -> Result<(String, u16)> {
     let (host, port) = node
@@ -516,11 +521,7 @@ impl Endpoint {
             .nodes
             .iter()
             .map(|(h, p)| {
-                let host = if h.contains(':') {
-                    format!("[{h}]")
-                } else {
-                    h.clone()
-                };
+                let host = url_host(h);
                 match (&s.username, &s.password) {
                     (Some(u), Some(pw)) => format!("redis://{u}:{pw}@{host}:{p}"),
                     (None, Some(pw)) => format!("redis://:{pw}@{host}:{p}"),
