@@ -187,9 +187,19 @@ async fn connect(endpoint: Endpoint) -> Result<Link> {
     let client = match &endpoint.sentinel {
         // Asked again at every connect: after a failover, the new primary.
         Some(spec) => {
-            match tokio::time::timeout(endpoint.connect_timeout, endpoint.sentinel_primary(spec))
-                .await
-            {
+            // Mid-failover (or under load, with a primary briefly flagged
+            // down) Sentinel may name no primary: ask again until the
+            // connect timeout.
+            let asking = async {
+                loop {
+                    match endpoint.sentinel_primary(spec).await {
+                        Ok(client) => return Ok(client),
+                        Err(Error::InvalidArgument(m)) => return Err(Error::InvalidArgument(m)),
+                        Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+                    }
+                }
+            };
+            match tokio::time::timeout(endpoint.connect_timeout, asking).await {
                 Ok(client) => client?,
                 Err(_) => {
                     return Err(Error::Connection(format!(

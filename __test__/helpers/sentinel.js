@@ -2,7 +2,7 @@
 
 /**
  * A throwaway Sentinel setup for tests: a primary, one replica and three
- * sentinels watching them as `mymaster` (down after 500 ms), each sentinel
+ * sentinels watching them as `mymaster` (down after 1 s), each sentinel
  * with its own config file in a temp dir. Stops only what it started.
  */
 
@@ -38,7 +38,7 @@ async function startSentinels () {
     fs.writeFileSync(conf, [
       `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`,
       `sentinel monitor mymaster 127.0.0.1 ${primary.port} 2`,
-      'sentinel down-after-milliseconds mymaster 500',
+      'sentinel down-after-milliseconds mymaster 1000',
       'sentinel failover-timeout mymaster 2000',
       ''
     ].join('\n'))
