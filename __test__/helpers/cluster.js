@@ -54,9 +54,19 @@ async function slotOwner (port, slot) {
   }
 }
 
-async function startCluster ({ masters = 3, replicas = 0 } = {}) {
+async function startCluster (options = {}) {
+  const started = []
+  try {
+    return await build(options, started)
+  } catch (err) {
+    // Nothing of ours may outlive a failed start.
+    for (const n of started) await n.stop()
+    throw err
+  }
+}
+
+async function build ({ masters = 3, replicas = 0 }, nodes) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redislock-rs-cluster-'))
-  const nodes = []
   for (let i = 0; i < masters * (1 + replicas); i++) {
     const own = fs.mkdtempSync(path.join(dir, 'node-'))
     nodes.push(await startRedis({

@@ -28,9 +28,22 @@ async function ask (port, ...args) {
 }
 
 async function startSentinels () {
+  const started = []
+  try {
+    return await build(started)
+  } catch (err) {
+    // Nothing of ours may outlive a failed start.
+    for (const s of started) await s.stop()
+    throw err
+  }
+}
+
+async function build (started) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redislock-rs-sentinel-'))
   const primary = await startRedis({ args: ['--dir', dir] })
+  started.push(primary)
   const replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(primary.port), '--dir', fs.mkdtempSync(path.join(dir, 'r-'))] })
+  started.push(replica)
   const sentinels = []
   for (let i = 0; i < 3; i++) {
     const port = await freePort()
@@ -42,7 +55,9 @@ async function startSentinels () {
       'sentinel failover-timeout mymaster 2000',
       ''
     ].join('\n'))
-    sentinels.push(await startRedis({ port, bin: 'redis-server', args: [], sentinelConf: conf }))
+    const s = await startRedis({ port, bin: 'redis-server', args: [], sentinelConf: conf })
+    started.push(s)
+    sentinels.push(s)
   }
   const setup = {
     primary,
