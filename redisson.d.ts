@@ -61,9 +61,10 @@ export interface IRedissonConfig {
   /**
    * `{ options }`: ioredis options, as node-redisson. `{ client }`: any
    * client, URL or options object `createLock` accepts (redislock-rs only).
-   * `{ clusters }` is not supported yet and throws.
+   * `{ clusters, options }`: a Redis Cluster, as node-redisson (seed nodes;
+   * `options` give credentials and TLS for every node; pub/sub events only).
    */
-  redis: { options: RedisOptions } | { client: unknown }
+  redis: { options: RedisOptions } | { client: unknown } | { clusters: ReadonlyArray<string | number | { host?: string, port?: number }>, options?: RedisOptions }
   eventAdapter?: 'streams' | 'pubsub'
   /**
    * Lease of locks taken without a lease time, renewed every third of it by

@@ -35,15 +35,17 @@ function connectionOf (redis) {
   if (redis === null || typeof redis !== 'object') {
     throw new TypeError('new Redisson(config): config.redis must be { options } (ioredis options) or { client } (a Redis client, URL or options object)')
   }
-  if ('clusters' in redis) {
-    throw new TypeError('new Redisson(config): config.redis.clusters (Redis Cluster) is not supported by redislock-rs yet; connect to a single server with { options } or { client }')
+  if (redis.clusters !== undefined) {
+    // node-redisson: new Redis.Cluster(clusters, { redisOptions: options }).
+    if (!Array.isArray(redis.clusters) || redis.clusters.length === 0) {
+      throw new TypeError('new Redisson(config): config.redis.clusters must be a non-empty array of cluster nodes')
+    }
+    const options = redis.options === undefined || redis.options === null ? {} : redis.options
+    const { host, port, path, db, ...shared } = options
+    return { client: undefined, target: targetFor({ ...shared, cluster: redis.clusters }, 'new Redisson({ redis: { clusters } })') }
   }
   if (redis.client !== undefined) {
-    const target = targetFor(redis.client, 'new Redisson({ redis: { client } })')
-    if (target.cluster) {
-      throw new TypeError('new Redisson(config): a Redis Cluster client is not supported by the Redisson face yet; connect to a single server with { options } or { client }')
-    }
-    return { client: redis.client, target }
+    return { client: redis.client, target: targetFor(redis.client, 'new Redisson({ redis: { client } })') }
   }
   const options = redis.options === undefined ? {} : redis.options
   if (options === null || typeof options !== 'object') {
@@ -68,6 +70,11 @@ class Redisson {
     const { client, target } = connectionOf(config.redis)
     this._id = randomUUID()
     this._watchdogMs = watchdogMs(config.lockWatchdogTimeout)
+    if (eventAdapter === 'streams' && target.cluster) {
+      // node-redisson's unlock script writes its event stream beside the
+      // lock: two slots, which a cluster refuses (CROSSSLOT).
+      throw new TypeError("new Redisson(config): eventAdapter 'streams' cannot work on Redis Cluster (its stream key is in another slot than the lock); use 'pubsub'")
+    }
     this._adapter = eventAdapter
     this._client = client
     this._target = target

@@ -13,6 +13,7 @@ const assert = require('node:assert/strict')
 const IORedis = require('ioredis')
 const { createCluster } = require('redis4')
 const R = require('..')
+const RS = require('../redisson')
 const { startCluster } = require('./helpers/cluster')
 
 let cluster
@@ -82,6 +83,52 @@ test('fencing counters share the key\'s slot; autoExtend renews through the clus
     assert.equal(await check.get(key), lock._id, `${key} kept by renewals`)
     assert.equal(lock.signal.aborted, false)
     await lock.release()
+  }
+})
+
+test('the Redisson face on the cluster: node-redisson\'s { clusters } config, re-entry, a waiter woken on release', async () => {
+  const nodes = cluster.seeds.map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) }))
+  const r = new RS.Redisson({ redis: { clusters: nodes }, lockWatchdogTimeout: 900n })
+  try {
+    for (const name of ['cluster:rs:a', 'cluster:rs:b', '{tag}:rs:c']) {
+      const a = r.getLock(name, 'me')
+      assert.equal(await a.tryLock(0, 10000), true)
+      assert.equal(await a.tryLock(0, 10000), true, 're-entry')
+      const hash = await check.hgetall(name)
+      assert.deepEqual(Object.values(hash), ['2'])
+      const waiter = r.getLock(name)
+      const t0 = Date.now()
+      const waiting = waiter.tryLock(8000, 5000)
+      await sleep(100)
+      await a.unlock()
+      await a.unlock()
+      assert.equal(await waiting, true)
+      assert.ok(Date.now() - t0 < 3000, `woken on release: ${Date.now() - t0} ms`)
+      await waiter.unlock()
+      assert.equal(await check.exists(name), 0)
+    }
+    // A foreign holder (another process, say) and its release announced on
+    // another node: only our subscription can tell the waiter.
+    const name = 'cluster:rs:foreign'
+    await check.hset(name, 'someone:else', '1')
+    await check.pexpire(name, 20000)
+    const waiter = r.getLock(name)
+    const t0 = Date.now()
+    const waiting = waiter.tryLock(8000, 5000)
+    await sleep(200)
+    await check.del(name)
+    await check.publish(`redisson_lock__channel:{${name}}`, '0')
+    assert.equal(await waiting, true)
+    assert.ok(Date.now() - t0 < 3000, `woken by the announcement, not the 20 s lease: ${Date.now() - t0} ms`)
+    await waiter.unlock()
+    // The watchdog renews through the cluster.
+    const w = r.getLock('cluster:rs:watchdog')
+    await w.lock()
+    await sleep(1500)
+    assert.equal(await w.isLocked(), true)
+    await w.unlock()
+  } finally {
+    await r.quit()
   }
 })
 

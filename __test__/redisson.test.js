@@ -413,7 +413,9 @@ test('bad input: node-redisson\'s errors where it rejects, clear ones where it d
   assert.throws(() => make(RS, { lockWatchdogTimeout: -1n }), RangeError)
   assert.throws(() => make(RS, { lockWatchdogTimeout: 1.5 }), RangeError)
   assert.throws(() => make(RS, { eventAdapter: 'kafka' }), TypeError)
-  assert.throws(() => new RS.Redisson({ redis: { clusters: [{ port: 1 }] } }), /Cluster/)
+  // Redis Cluster is served (cluster.test.js); what cannot work is refused.
+  assert.throws(() => new RS.Redisson({ redis: { clusters: [] } }), TypeError)
+  assert.throws(() => new RS.Redisson({ redis: { clusters: [{ host: '127.0.0.1', port: 1 }] }, eventAdapter: 'streams' }), /Cluster/)
   assert.throws(() => make(RS).redis, /no ioredis client/)
   const client = new IORedis({ port: redis.server.port, lazyConnect: true })
   assert.equal(new RS.Redisson({ redis: { client } }).redis, client)
