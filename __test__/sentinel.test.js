@@ -12,6 +12,7 @@ const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const IORedis = require('ioredis')
 const R = require('..')
+const RS = require('../redisson')
 const { startSentinels } = require('./helpers/sentinel')
 
 let setup
@@ -47,6 +48,27 @@ test('wakeOnRelease waiters behind Sentinel subscribe on the primary, not on a s
   await waiting
   assert.ok(Date.now() - t0 < 2500, `woken by the release, not the 3 s poll: ${Date.now() - t0} ms`)
   await waiter.release()
+})
+
+test('the Redisson face behind Sentinel: node-redisson options with sentinels, re-entry, a waiter woken', async () => {
+  const r = new RS.Redisson({ redis: { options: { sentinels: setup.addresses.map((a) => ({ host: '127.0.0.1', port: Number(a.split(':')[1]) })), name: setup.name } } })
+  try {
+    const a = r.getLock('sentinel:rs', 'me')
+    assert.equal(await a.tryLock(0, 10000), true)
+    assert.equal(await a.tryLock(0, 10000), true)
+    const c = new IORedis({ port: setup.primary.port })
+    assert.deepEqual(Object.values(await c.hgetall('sentinel:rs')), ['2'], 'on the primary')
+    c.disconnect()
+    const waiter = r.getLock('sentinel:rs')
+    const waiting = waiter.tryLock(8000, 5000)
+    await sleep(100)
+    await a.unlock()
+    await a.unlock()
+    assert.equal(await waiting, true)
+    await waiter.unlock()
+  } finally {
+    await r.quit()
+  }
 })
 
 test('locks go to the primary Sentinel names, through options and an ioredis Sentinel client; a failover is followed', async () => {
