@@ -78,7 +78,22 @@ function lockLost (reason, key) {
   return new LockLostError(`Lock on "${key}" was lost: ${LOST_MESSAGES[reason] || reason}`, reason, key)
 }
 
-module.exports = { LockError, LockAcquisitionError, LockReleaseError, LockExtendError, LockLostError, lockLost, wrapError, nativeMessage }
+/**
+ * The LockExtendError for an unusable `extend(time)` argument, or null:
+ * redislock's message for anything but a non-zero integer, and why for an
+ * integer out of range.
+ */
+function extendTimeError (time) {
+  if (typeof time !== 'number' || !time || time !== parseInt(time, 10)) {
+    return new LockExtendError('Int time is required to extend lock')
+  }
+  if (time < 0 || time > Number.MAX_SAFE_INTEGER) {
+    return new LockExtendError(`Int time is required to extend lock: ${time} is not a positive number of milliseconds`)
+  }
+  return null
+}
+
+module.exports = { LockError, LockAcquisitionError, LockReleaseError, LockExtendError, LockLostError, lockLost, wrapError, nativeMessage, extendTimeError }
 
 /**
  * node-redisson's RedissonLockError (which it throws but does not export):

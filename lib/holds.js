@@ -8,9 +8,9 @@
 
 const { lockLost } = require('./errors')
 
-/** A hold, with `fields` (the face's own state) merged in. */
-function newHold (fields) {
-  return { controller: null, lost: null, ...fields }
+/** A hold with no signal made yet and not lost. */
+function newHold () {
+  return { controller: null, lost: null }
 }
 
 /** Marks `hold` lost for `reason` (once) and aborts its signal. */

@@ -20,8 +20,6 @@ const REASONS = [undefined, 'expired', 'taken', 'renewal-failed', 'max-hold', 'e
 
 let env = null
 let timer = null
-let nextHold = 1
-let nextCancel = 1
 // hold id -> { lock: WeakRef, onLost(reason) }
 const kept = new Map()
 const dropped = new FinalizationRegistry(({ hold, endpoint, key, token }) => {
@@ -37,19 +35,21 @@ function envId () {
   return env
 }
 
-/** A fresh hold id, for one acquisition. */
-function holdId () {
-  const id = nextHold
-  nextHold = nextHold >= 0xfffffff0 ? 1 : nextHold + 1
-  return id
+/** Ids 1, 2, … (0 means "none" natively), wrapping below 2^32. */
+function counter () {
+  let next = 1
+  return function () {
+    const id = next
+    next = next >= 0xfffffff0 ? 1 : next + 1
+    return id
+  }
 }
 
+/** A fresh hold id, for one acquisition. */
+const holdId = counter()
+
 /** A fresh id under which an acquire can be cancelled (`cancel`). */
-function cancelId () {
-  const id = nextCancel
-  nextCancel = nextCancel >= 0xfffffff0 ? 1 : nextCancel + 1
-  return id
-}
+const cancelId = counter()
 
 function cancel (id) {
   native.lockxCancel(envId(), id)

@@ -8,13 +8,13 @@
 const { randomUUID } = require('crypto')
 const inspect = require('util').inspect
 const Promise = require('bluebird')
-const { start } = require('./operations')
+const { start, rejected } = require('./operations')
 const { targetFor } = require('./targets')
 const keeper = require('./keeper')
 const holds = require('./holds')
 const { lose } = holds
 const { keeperRemaining } = require('./native')
-const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
+const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('./errors')
 
 // Hidden per-lock state: symbols stay out of Object.keys(lock).
 // The engine that runs this lock's operations, and the endpoint's id it
@@ -49,8 +49,8 @@ const now = () => performance.now()
  * hold id and its fencing token.
  */
 function newHold (expires, flags, id, fencing) {
-  // A literal of the full shape (not holds.newHold's spread): this runs on
-  // every acquire.
+  // holds.newHold()'s fields, written out: this runs on every acquire, and
+  // a literal of the whole shape allocates once.
   return { controller: null, lost: null, expires, flags, id, fencing }
 }
 
@@ -122,9 +122,9 @@ function settleExtend (lock, key, extended, err, resolve, reject, value) {
     return reject(e)
   }
   if (extended) {
-    // [started, ms] for a plain extend; the reply's age for lockx.
-    const ext = lock[kBusyExtend]
-    hold.expires = value === undefined ? ext[0] + ext[1] : now() - Number(value) / 1000 + ext[1]
+    // From the call for a plain extend; from the reply's age for lockx.
+    const from = value === undefined ? lock[kExtendStarted] : now() - Number(value) / 1000
+    hold.expires = from + lock[kExtendMs]
     return resolve()
   }
   forget(lock)
@@ -153,7 +153,9 @@ function forget (lock) {
   if (hold !== null && hold.flags & F_KEEP) keeper.unwatch(hold.id)
 }
 
-const kBusyExtend = Symbol('redislock-rs.extending')
+// The extend in flight: when it was called, and its time.
+const kExtendStarted = Symbol('redislock-rs.extendStarted')
+const kExtendMs = Symbol('redislock-rs.extendMs')
 const kStarted = Symbol('redislock-rs.acquireStarted')
 
 function flag (options, name) {
@@ -212,11 +214,6 @@ function isSignal (s) {
   return s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function'
 }
 
-function rejected (err, fn) {
-  const p = Promise.reject(err)
-  return fn === undefined ? p : p.nodeify(fn)
-}
-
 function describeKey (key) {
   return inspect(key, { breakLength: Infinity, maxStringLength: 200, depth: 0 })
 }
@@ -239,7 +236,8 @@ class Lock {
     this[kEndpoint] = target.endpoint
     this[kPrefix] = target.prefix
     this[kBusy] = false
-    this[kBusyExtend] = null
+    this[kExtendStarted] = 0
+    this[kExtendMs] = 0
     this[kStarted] = 0
     this[kHold] = null
     options = options || {}
@@ -365,20 +363,16 @@ class Lock {
    * with LockExtendError; on "had expired" the lock is marked released.
    */
   extend (time, fn) {
-    if (typeof time !== 'number' || !time || time !== parseInt(time, 10)) {
-      return rejected(new LockExtendError('Int time is required to extend lock'), fn)
-    }
-    if (time < 0 || time > Number.MAX_SAFE_INTEGER) {
-      return rejected(new LockExtendError(
-        `Int time is required to extend lock: ${time} is not a positive number of milliseconds`), fn)
-    }
+    const bad = extendTimeError(time)
+    if (bad !== null) return rejected(bad, fn)
     if (!this._locked) {
       return rejected(new LockExtendError('Lock has not been acquired'), fn)
     }
     const lock = this
     const key = this._key
     const hold = this[kHold]
-    this[kBusyExtend] = [now(), time]
+    this[kExtendStarted] = now()
+    this[kExtendMs] = time
     const p = start(settleExtend, this, key, function (id) {
       if (hold.flags & (F_KEEP | F_REPLICAS)) {
         const extra = lock[kExtra]

@@ -128,4 +128,10 @@ function start (settle, lock, key, submit, P = Promise) {
   return p
 }
 
-module.exports = { start, engineFor, tokioEngineFor, defaultEngine }
+/** A Bluebird promise already rejected with `err`, called back to `fn` if given. */
+function rejected (err, fn) {
+  const p = Promise.reject(err)
+  return fn === undefined ? p : p.nodeify(fn)
+}
+
+module.exports = { start, rejected, engineFor, tokioEngineFor, defaultEngine }

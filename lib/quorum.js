@@ -9,12 +9,11 @@
  */
 
 const { randomUUID } = require('crypto')
-const Promise = require('bluebird')
-const { start } = require('./operations')
+const { start, rejected } = require('./operations')
 const { targetFor } = require('./targets')
 const { endpointName } = require('./native')
 const { CLIENT_KINDS } = require('./clients')
-const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError } = require('./errors')
+const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('./errors')
 
 const OP_ACQUIRE = 0
 const OP_RELEASE = 1
@@ -117,11 +116,6 @@ function forget (lock) {
   lock._acquired.delete(lock._id)
 }
 
-function rejected (err, fn) {
-  const p = Promise.reject(err)
-  return fn === undefined ? p : p.nodeify(fn)
-}
-
 function intOption (options, name) {
   const v = options[name]
   if (v === undefined || v === null) return 0
@@ -203,9 +197,8 @@ class QuorumLock {
 
   /** Sets the lock's TTL to `time` ms on a majority, within the new validity. */
   extend (time, fn) {
-    if (typeof time !== 'number' || !time || time !== parseInt(time, 10) || time < 0 || time > Number.MAX_SAFE_INTEGER) {
-      return rejected(new LockExtendError('Int time is required to extend lock'), fn)
-    }
+    const bad = extendTimeError(time)
+    if (bad !== null) return rejected(bad, fn)
     if (!this._locked) return rejected(new LockExtendError('Lock has not been acquired'), fn)
     const p = this._run(settleExtend, this._key, OP_EXTEND, [time, this.serverTimeout])
     return fn === undefined ? p : p.nodeify(fn)

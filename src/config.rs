@@ -243,24 +243,7 @@ impl Endpoint {
                 }
                 continue;
             }
-            let (host, port) = node.rsplit_once(':').ok_or_else(|| {
-                Error::InvalidArgument(
-                    "Invalid Redis Cluster node: expected host:port or a redis:// URL".into(),
-                )
-            })?;
-            let port = port
-                .parse::<u16>()
-                .ok()
-                .filter(|p| *p != 0)
-                .ok_or_else(|| {
-                    Error::InvalidArgument(format!("Invalid Redis Cluster node port {port:?}"))
-                })?;
-            if host.is_empty() {
-                return Err(Error::InvalidArgument(
-                    "Redis Cluster node host must not be empty".into(),
-                ));
-            }
-            seeds.push((strip_brackets(host), port));
+            seeds.push(host_port(node, "Redis Cluster node")?);
         }
         if self.db != 0 {
             return Err(Error::InvalidArgument(
@@ -275,19 +258,11 @@ impl Endpoint {
 
     /// A `redis::cluster::ClusterClient` for a cluster endpoint.
     pub(crate) fn cluster_client(&self) -> Result<redis::cluster::ClusterClient> {
-        let scheme = if self.tls.is_some() {
-            "rediss"
-        } else {
-            "redis"
-        };
-        let seeds: Vec<String> = self
+        let seeds = self
             .cluster
             .iter()
-            .map(|(h, p)| {
-                let host = url_host(h);
-                format!("{scheme}://{host}:{p}")
-            })
-            .collect();
+            .map(|(h, p)| tcp_info(h, *p, self.tls.as_ref(), self.redis_settings()))
+            .collect::<Result<Vec<_>>>()?;
         let mut b = redis::cluster::ClusterClientBuilder::new(seeds)
             .connection_timeout(self.connect_timeout)
             .response_timeout(self.command_timeout)
@@ -424,16 +399,18 @@ impl Endpoint {
 
     /// The `redis` crate's view of this endpoint (TCP_NODELAY on).
     pub(crate) fn connection_info(&self) -> Result<redis::ConnectionInfo> {
-        let addr = match (&self.address, &self.tls) {
-            (Address::Unix(path), _) => ConnectionAddr::Unix(path.into()),
-            (Address::Tcp { host, port }, None) => ConnectionAddr::Tcp(host.clone(), *port),
-            (Address::Tcp { host, port }, Some(tls)) => ConnectionAddr::TcpTls {
-                host: host.clone(),
-                port: *port,
-                insecure: !tls.reject_unauthorized,
-                tls_params: None,
-            },
-        };
+        match &self.address {
+            Address::Unix(path) => {
+                node_info(ConnectionAddr::Unix(path.into()), self.redis_settings())
+            }
+            Address::Tcp { host, port } => {
+                tcp_info(host, *port, self.tls.as_ref(), self.redis_settings())
+            }
+        }
+    }
+
+    /// Database and credentials, as the `redis` crate takes them.
+    fn redis_settings(&self) -> RedisConnectionInfo {
         let mut redis = RedisConnectionInfo::default()
             .set_db(self.db)
             .set_skip_set_lib_name();
@@ -443,12 +420,7 @@ impl Endpoint {
         if let Some(pass) = &self.password {
             redis = redis.set_password(pass);
         }
-        let info = addr
-            .into_connection_info()
-            .map_err(|e| Error::InvalidArgument(format!("Invalid Redis address: {e}")))?
-            .set_redis_settings(redis)
-            .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
-        Ok(info)
+        redis
     }
 
     /// A `redis::Client` for this endpoint, with custom TLS roots and client
@@ -487,13 +459,31 @@ impl Endpoint {
     }
 }
 
-/// A host as a URL spells it (IPv6 addresses in brackets).
-fn url_host(host: &str) -> String {
-    if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        host.to_owned()
-    }
+/// A TCP node (TLS when `tls`) with `redis` settings, TCP_NODELAY on.
+fn tcp_info(
+    host: &str,
+    port: u16,
+    tls: Option<&TlsSettings>,
+    redis: RedisConnectionInfo,
+) -> Result<redis::ConnectionInfo> {
+    let addr = match tls {
+        None => ConnectionAddr::Tcp(host.to_owned(), port),
+        Some(tls) => ConnectionAddr::TcpTls {
+            host: host.to_owned(),
+            port,
+            insecure: !tls.reject_unauthorized,
+            tls_params: None,
+        },
+    };
+    node_info(addr, redis)
+}
+
+fn node_info(addr: ConnectionAddr, redis: RedisConnectionInfo) -> Result<redis::ConnectionInfo> {
+    Ok(addr
+        .into_connection_info()
+        .map_err(|e| Error::InvalidArgument(format!("Invalid Redis address: {e}")))?
+        .set_redis_settings(redis)
+        .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true)))
 }
 
 /// `host:port` (IPv6 hosts in brackets), checked.
@@ -517,29 +507,21 @@ fn host_port(node: &str, what: &str) -> Result<(String, u16)> {
 /// A `redis::Client` for the primary Sentinel names now.
 impl Endpoint {
     pub(crate) async fn sentinel_primary(&self, s: &SentinelSpec) -> Result<redis::Client> {
-        let urls: Vec<String> = s
+        let mut auth = RedisConnectionInfo::default().set_skip_set_lib_name();
+        if let Some(user) = &s.username {
+            auth = auth.set_username(user);
+        }
+        if let Some(pass) = &s.password {
+            auth = auth.set_password(pass);
+        }
+        let sentinels = s
             .nodes
             .iter()
-            .map(|(h, p)| {
-                let host = url_host(h);
-                match (&s.username, &s.password) {
-                    (Some(u), Some(pw)) => format!("redis://{u}:{pw}@{host}:{p}"),
-                    (None, Some(pw)) => format!("redis://:{pw}@{host}:{p}"),
-                    _ => format!("redis://{host}:{p}"),
-                }
-            })
-            .collect();
-        let mut sentinel = redis::sentinel::Sentinel::build(urls)
+            .map(|(h, p)| tcp_info(h, *p, None, auth.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        let mut sentinel = redis::sentinel::Sentinel::build(sentinels)
             .map_err(|e| Error::InvalidArgument(format!("Invalid Sentinel settings: {e}")))?;
-        let mut redis = RedisConnectionInfo::default()
-            .set_db(self.db)
-            .set_skip_set_lib_name();
-        if let Some(user) = &self.username {
-            redis = redis.set_username(user);
-        }
-        if let Some(pass) = &self.password {
-            redis = redis.set_password(pass);
-        }
+        let redis = self.redis_settings();
         let mut node =
             redis::sentinel::SentinelNodeConnectionInfo::default().set_redis_connection_info(redis);
         if let Some(tls) = &self.tls {

@@ -16,6 +16,7 @@
 //! as its own task, so it finishes even if every caller gave up on it.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, LazyLock, Mutex, Once, Weak};
 
 use futures_util::future::{BoxFuture, FutureExt, Shared};
@@ -166,49 +167,36 @@ async fn connect(endpoint: Endpoint) -> Result<Link> {
     if endpoint.tls.is_some() {
         install_crypto_provider();
     }
+    // One bound for the whole connect, Sentinel's answer included.
+    let deadline = tokio::time::Instant::now() + endpoint.connect_timeout;
     if !endpoint.cluster.is_empty() {
         let client = endpoint.cluster_client()?;
-        return match tokio::time::timeout(endpoint.connect_timeout, client.get_async_connection())
-            .await
-        {
-            Ok(Ok(conn)) => Ok(Link::Cluster(conn)),
-            Ok(Err(e)) => Err(Error::Connection(format!(
-                "Redis Cluster connection to {} failed: {}",
-                endpoint.describe(),
-                e
-            ))),
-            Err(_) => Err(Error::Connection(format!(
-                "Redis Cluster connection to {} timed out after {} ms",
-                endpoint.describe(),
-                endpoint.connect_timeout.as_millis()
-            ))),
-        };
+        let conn = within(
+            &endpoint,
+            deadline,
+            "Redis Cluster connection",
+            client.get_async_connection(),
+        )
+        .await?;
+        return Ok(Link::Cluster(conn));
     }
     let client = match &endpoint.sentinel {
         // Asked again at every connect: after a failover, the new primary.
+        // Mid-failover (or under load, with a primary briefly flagged down)
+        // Sentinel may name none: ask again until the deadline.
         Some(spec) => {
-            // Mid-failover (or under load, with a primary briefly flagged
-            // down) Sentinel may name no primary: ask again until the
-            // connect timeout.
             let asking = async {
                 loop {
                     match endpoint.sentinel_primary(spec).await {
-                        Ok(client) => return Ok(client),
                         Err(Error::InvalidArgument(m)) => return Err(Error::InvalidArgument(m)),
                         Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+                        found => return found,
                     }
                 }
             };
-            match tokio::time::timeout(endpoint.connect_timeout, asking).await {
-                Ok(client) => client?,
-                Err(_) => {
-                    return Err(Error::Connection(format!(
-                        "Sentinel at {} did not name a primary within {} ms",
-                        endpoint.describe(),
-                        endpoint.connect_timeout.as_millis()
-                    )))
-                }
-            }
+            // A refused setting (InvalidArgument) stays what it is.
+            let asked = async { Ok::<_, Error>(asking.await) };
+            within(&endpoint, deadline, "Sentinel lookup", asked).await??
         }
         None => endpoint.client()?,
     };
@@ -218,18 +206,29 @@ async fn connect(endpoint: Endpoint) -> Result<Link> {
         .set_number_of_retries(2)
         .set_min_delay(std::time::Duration::from_millis(50))
         .set_max_delay(std::time::Duration::from_millis(500));
+    // The manager retries a refused first connect itself; the deadline
+    // bounds the whole thing so a dead server fails fast.
     let connecting = ConnectionManager::new_with_config(client, config);
-    // The manager retries a refused first connect itself; bound the whole
-    // thing so a dead server fails fast.
-    match tokio::time::timeout(endpoint.connect_timeout, connecting).await {
-        Ok(Ok(manager)) => Ok(Link::Single(Batcher::new(manager))),
+    let manager = within(&endpoint, deadline, "Redis connection", connecting).await?;
+    Ok(Link::Single(Batcher::new(manager)))
+}
+
+/// `fut` bounded by `deadline`, its failure worded as a connection error:
+/// "`what` to <endpoint> failed: …" / "… timed out after N ms".
+async fn within<T, E: std::fmt::Display>(
+    endpoint: &Endpoint,
+    deadline: tokio::time::Instant,
+    what: &str,
+    fut: impl Future<Output = std::result::Result<T, E>>,
+) -> Result<T> {
+    match tokio::time::timeout_at(deadline, fut).await {
+        Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(Error::Connection(format!(
-            "Redis connection to {} failed: {}",
-            endpoint.describe(),
-            e
+            "{what} to {} failed: {e}",
+            endpoint.describe()
         ))),
         Err(_) => Err(Error::Connection(format!(
-            "Redis connection to {} timed out after {} ms",
+            "{what} to {} timed out after {} ms",
             endpoint.describe(),
             endpoint.connect_timeout.as_millis()
         ))),

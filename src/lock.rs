@@ -145,34 +145,8 @@ pub async fn acquire<C: ConnectionLike>(
     token: &str,
     opts: &AcquireOptions,
 ) -> Result<bool> {
-    check_key(key)?;
-    if opts.ttl_ms == 0 || opts.ttl_ms > MAX_MS {
-        return Err(invalid_timeout(opts.ttl_ms));
-    }
-    let mut left = opts.retries;
-    loop {
-        let mut attempt = try_acquire(conn, key, token, opts.ttl_ms).await;
-        if matches!(attempt, Err(Error::Connection(_))) {
-            // The connection broke (e.g. Redis restarted); the manager is
-            // reconnecting. Try once more on the new connection.
-            attempt = retry_acquire(conn, key, token, opts.ttl_ms).await;
-        }
-        match attempt {
-            Ok(true) => return Ok(true),
-            Ok(false) => {}
-            Err(err @ Error::Timeout(_)) => {
-                let _ = release_after_timeout(conn, key, token).await;
-                return Err(err);
-            }
-            Err(err) => return Err(err),
-        }
-        left = match left {
-            Retries::Count(0) => return Ok(false),
-            Retries::Count(n) => Retries::Count(n - 1),
-            Retries::Forever => Retries::Forever,
-        };
-        wait_before_retry(timer, opts.delay).await;
-    }
+    let granted = acquire_with(conn, timer, key, token, opts, Grant::default()).await?;
+    Ok(granted.is_some())
 }
 
 /// What a grant does beyond redislock's `SET NX` (the options of
@@ -210,6 +184,11 @@ async fn pause(
 ) -> Woke {
     if cancel.is_some_and(Cancel::is_cancelled) {
         return Woke::Cancelled;
+    }
+    if sub.is_none() && cancel.is_none() {
+        // redislock's own retry: just the pause.
+        wait_before_retry(timer, rest).await;
+        return Woke::Timer;
     }
     if rest.is_zero() {
         return Woke::Timer;

@@ -197,20 +197,9 @@ fn check_ms(ms: u64, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// One attempt: `None` when the lock is now held by `field` (taken or
-/// re-entered, lease set to `lease_ms`), else the holder's PTTL in ms.
-pub async fn try_lock_once<C: ConnectionLike>(
-    conn: &mut C,
-    name: &str,
-    field: &str,
-    lease_ms: u64,
-) -> Result<Option<i64>> {
-    check_name(name)?;
-    check_ms(lease_ms, "lease time")?;
-    attempt(conn, name, field, &lease_ms.to_string()).await
-}
-
-/// [`try_lock_once`] on checked arguments, `lease` already as text.
+/// One attempt on checked arguments (`lease` already as text): `None` when
+/// the lock is now held by `field` (taken or re-entered), else the holder's
+/// PTTL in ms.
 async fn attempt<C: ConnectionLike>(
     conn: &mut C,
     name: &str,

@@ -11,8 +11,7 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { execFile } = require('child_process')
-const IORedis = require('ioredis')
-const { startRedis } = require('./redis')
+const { startRedis, ask } = require('./redis')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -26,32 +25,14 @@ function run (cmd, args) {
 }
 
 async function clusterState (port) {
-  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  c.on('error', () => {})
-  try {
-    await c.connect()
-    return await c.cluster('INFO')
-  } catch (_) {
-    return ''
-  } finally {
-    c.disconnect()
-  }
+  return (await ask(port, 'CLUSTER', 'INFO')) || ''
 }
 
 /** The port of the node `port` believes serves `slot` (null if unknown). */
 async function slotOwner (port, slot) {
-  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  c.on('error', () => {})
-  try {
-    await c.connect()
-    const ranges = await c.cluster('SLOTS')
-    const hit = ranges.find(([from, to]) => slot >= from && slot <= to)
-    return hit ? hit[2][1] : null
-  } catch (_) {
-    return null
-  } finally {
-    c.disconnect()
-  }
+  const ranges = await ask(port, 'CLUSTER', 'SLOTS')
+  const hit = Array.isArray(ranges) && ranges.find(([from, to]) => slot >= from && slot <= to)
+  return hit ? hit[2][1] : null
 }
 
 async function startCluster (options = {}) {
@@ -114,7 +95,7 @@ async function build ({ masters = 3, replicas = 0 }, nodes) {
   if (replicas > 0) {
     const deadline = Date.now() + 20000
     for (;;) {
-      const infos = await Promise.all(nodes.map((n) => info(n.port)))
+      const infos = await Promise.all(nodes.map(async (n) => (await ask(n.port, 'INFO', 'replication')) || ''))
       const up = infos.filter((i) => /master_link_status:up/.test(i)).length
       if (up === masters * replicas) break
       if (Date.now() > deadline) throw new Error(`only ${up} replicas in sync`)
@@ -124,17 +105,5 @@ async function build ({ masters = 3, replicas = 0 }, nodes) {
   return cluster
 }
 
-async function info (port) {
-  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  c.on('error', () => {})
-  try {
-    await c.connect()
-    return await c.info('replication')
-  } catch (_) {
-    return ''
-  } finally {
-    c.disconnect()
-  }
-}
 
 module.exports = { startCluster }

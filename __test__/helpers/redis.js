@@ -105,4 +105,23 @@ function useRedis (options = {}) {
   return ctx
 }
 
-module.exports = { startRedis, freePort, useRedis }
+/**
+ * One command on a short-lived connection to 127.0.0.1:`port`: its reply,
+ * or null when the server is down or refuses it (for polling a topology
+ * while it changes).
+ */
+async function ask (port, ...command) {
+  const IORedis = require('ioredis')
+  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  c.on('error', () => {})
+  try {
+    await c.connect()
+    return await c.call(...command)
+  } catch (_) {
+    return null
+  } finally {
+    c.disconnect()
+  }
+}
+
+module.exports = { startRedis, freePort, useRedis, ask }

@@ -9,23 +9,9 @@
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const IORedis = require('ioredis')
-const { startRedis, freePort } = require('./redis')
+const { startRedis, freePort, ask } = require('./redis')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-async function ask (port, ...args) {
-  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  c.on('error', () => {})
-  try {
-    await c.connect()
-    return await c.call(...args)
-  } catch (_) {
-    return null
-  } finally {
-    c.disconnect()
-  }
-}
 
 async function startSentinels () {
   const started = []

@@ -74,7 +74,7 @@ function settleTryLock (lock, ctx, outcome, err, resolve, reject) {
   if (outcome) {
     // node-redisson: a fixed lease becomes the lease of later unlocks.
     if (ctx.lease !== null) lock._leaseMs = ctx.lease
-    if (lock._count++ === 0) lock._hold = newHold(null)
+    if (lock._count++ === 0) lock._hold = newHold()
     if (ctx.watch !== null) {
       const w = ctx.watch
       if (!watched.has(w.key)) watched.set(w.key, w)

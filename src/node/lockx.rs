@@ -134,14 +134,14 @@ pub(crate) async fn run<C: ConnectionLike>(
     match req.op {
         ACQUIRE => {
             let opts = AcquireOptions::from_numbers(req.nums[0], req.nums[1], req.nums[2])?;
-            let counter = match req.has(FENCING) {
-                true => Some(companion(&req.key, FENCING_SUFFIX, "fencing counter")?),
-                false => None,
-            };
-            let channel = match req.has(WAKE) {
-                true => Some(companion(&req.key, RELEASED_SUFFIX, "release channel")?),
-                false => None,
-            };
+            let counter = req
+                .has(FENCING)
+                .then(|| companion(&req.key, FENCING_SUFFIX, "fencing counter"))
+                .transpose()?;
+            let channel = req
+                .has(WAKE)
+                .then(|| companion(&req.key, RELEASED_SUFFIX, "release channel"))
+                .transpose()?;
             let subscriber = match &channel {
                 Some(_) if !matches!(opts.retries, lock::Retries::Count(0)) => {
                     Some(wakeups(&target, Adapter::PubSub)?)
@@ -175,9 +175,10 @@ pub(crate) async fn run<C: ConnectionLike>(
             Ok(Reply::With(format!("{fencing}:{}", age_us(granted.sent))))
         }
         RELEASE => {
-            let paused = match req.has(KEEP) {
-                true => keeper::pause(&req.held(&target)).await,
-                false => None,
+            let paused = if req.has(KEEP) {
+                keeper::pause(&req.held(&target)).await
+            } else {
+                None
             };
             let released = match req.has(WAKE) {
                 true => {
@@ -199,9 +200,10 @@ pub(crate) async fn run<C: ConnectionLike>(
         }
         EXTEND => {
             let ms = lock::extension_from_number(req.nums[0])?;
-            let paused = match req.has(KEEP) {
-                true => keeper::pause(&req.held(&target)).await,
-                false => None,
+            let paused = if req.has(KEEP) {
+                keeper::pause(&req.held(&target)).await
+            } else {
+                None
             };
             let sent = Instant::now();
             let mut extended = lock::extend(conn, &req.key, &req.token, ms).await;
