@@ -180,6 +180,12 @@ export interface QuorumLockOptions {
   serverTimeout?: number
   /** Up to this much random extra wait between attempts, in ms. Default 20. */
   retryJitter?: number
+  /**
+   * Renew the lease on a majority every `timeout / 3` ms from the tokio
+   * thread while held (bounded as for one server). A majority that stops
+   * confirming within the lease's validity loses the lock (`signal`).
+   */
+  autoExtend?: boolean | AutoExtendOptions
 }
 
 /** What one server did in a quorum operation (`err.servers`). */
@@ -208,8 +214,10 @@ export interface QuorumLock {
   release(callback?: LockCallback): Bluebird<void>
   /** Extends it on a majority within the new validity; otherwise the lock is lost and released (`LockExtendError`). */
   extend(time: number, callback?: LockCallback): Bluebird<void>
-  /** How long the lock is valid for, in ms (never negative; 0 when not held). */
+  /** How long the lock is valid for, in ms (never negative; 0 when not held or lost); with `autoExtend`, from the last renewal a majority confirmed. */
   validityMs(): number
+  /** Aborted with a `LockLostError` when the current (or last) hold is lost; `null` before the first acquire. */
+  readonly signal: AbortSignal | null
 }
 
 /** Options for the optional `cause` of a lock error. */

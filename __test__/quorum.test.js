@@ -14,7 +14,7 @@ const { spawn } = require('child_process')
 const path = require('path')
 const IORedis = require('ioredis')
 const R = require('..')
-const { startRedis } = require('./helpers/redis')
+const { startRedis, ask } = require('./helpers/redis')
 const { startProxy } = require('./helpers/proxy')
 
 const servers = []
@@ -163,6 +163,77 @@ test('a lost majority: extend fails, releases what it extended and clears the st
   assert.equal(lock._locked, false)
   assert.deepEqual(await onEvery(key), ['someone-else', 'someone-else', 'someone-else', null, null])
   for (const c of checks.slice(0, 3)) await c.del(key)
+})
+
+/** Blocks this thread (the event loop) for `ms`. */
+function block (ms) {
+  const until = Date.now() + ms
+  while (Date.now() < until);
+}
+
+test('autoExtend renews on a majority: through a blocked event loop and 2 paused servers, not past a lost majority', async () => {
+  const key = fresh('keep')
+  const lock = R.createLock(all(), { timeout: 600, autoExtend: true })
+  await lock.acquire(key)
+  const signal = lock.signal
+  assert.ok(signal instanceof AbortSignal)
+  // The event loop blocked for 4 leases: the keeper renews from the tokio thread.
+  block(2400)
+  assert.deepEqual(await onEvery(key), Array(5).fill(lock._id))
+  assert.ok(lock.validityMs() > 0 && lock.validityMs() <= 600, String(lock.validityMs()))
+  // Two servers asleep for 4 leases: the other three still renew it.
+  const asleep = servers.slice(3).map((s) => ask(s.port, 'DEBUG', 'SLEEP', '2.4'))
+  await sleep(2400)
+  await Promise.all(asleep)
+  const held = await onEvery(key)
+  assert.deepEqual(held.slice(0, 3), Array(3).fill(lock._id), 'renewed on the three awake servers')
+  assert.equal(signal.aborted, false)
+  const other = R.createLock(all(), { timeout: 600 })
+  // The sleepers' copies ran out meanwhile: the contender gets those two only.
+  await assert.rejects(other.acquire(key), /acquired on 2 of 5 servers, needed 3: 3 held by another owner/)
+  await lock.release()
+  assert.deepEqual(await onEvery(key), Array(5).fill(null))
+  assert.equal(signal.aborted, false, 'a release is not a loss')
+  assert.equal(lock.validityMs(), 0)
+
+  // The key deleted on 3 of 5: a majority cannot be reached; the loss is reported.
+  await lock.acquire(key)
+  const second = lock.signal
+  assert.notEqual(second, signal)
+  for (const c of checks.slice(0, 3)) await c.del(key)
+  const t0 = Date.now()
+  const reason = await new Promise((resolve) => second.addEventListener('abort', () => resolve(second.reason), { once: true }))
+  assert.ok(reason instanceof R.LockLostError, String(reason))
+  assert.equal(reason.reason, 'expired')
+  assert.ok(Date.now() - t0 < 1500, `reported in ${Date.now() - t0} ms`)
+  assert.equal(lock.validityMs(), 0)
+  await assert.rejects(lock.release(), R.LockReleaseError)
+  assert.equal(lock._locked, false)
+})
+
+test('autoExtend: a majority that stops answering loses the lock once its validity has run out (renewal-failed); extend keeps it kept', async () => {
+  const key = fresh('keep-fail')
+  const lock = R.createLock(all(), { timeout: 600, autoExtend: true })
+  await lock.acquire(key)
+  await lock.extend(900)
+  assert.ok(lock.validityMs() > 600, String(lock.validityMs()))
+  await sleep(1000)
+  assert.deepEqual(await onEvery(key), Array(5).fill(lock._id), 'still kept after the extend, at its new lease')
+  const signal = lock.signal
+  const t0 = Date.now()
+  const asleep = servers.slice(0, 3).map((s) => ask(s.port, 'DEBUG', 'SLEEP', '2'))
+  const reason = await new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }))
+  const took = Date.now() - t0
+  await Promise.all(asleep)
+  assert.equal(reason.reason, 'renewal-failed')
+  // Not before the last confirmed validity ran out (≤ 900 ms), nor long after.
+  assert.ok(took >= 400 && took < 1800, `lost after ${took} ms`)
+  assert.equal(lock.validityMs(), 0)
+  await lock.release().catch(() => {})
+  await sleep(1000)
+  assert.deepEqual(await onEvery(key), Array(5).fill(null))
+  assert.throws(() => R.createLock(all(), { autoExtend: 'yes' }), TypeError)
+  assert.throws(() => R.createLock(all(), { autoExtend: { maxHoldMs: -1 } }), RangeError)
 })
 
 test('3 processes × 4 workers on shared keys while servers are killed, paused and restarted: no overlap', async () => {

@@ -13,6 +13,7 @@
  * being renewed (its key expires by its TTL).
  */
 
+const { inspect } = require('util')
 const native = require('./native')
 
 const POLL_MS = 50
@@ -110,4 +111,33 @@ function unwatch (hold) {
   idle()
 }
 
-module.exports = { envId, holdId, cancelId, cancel, watch, unwatch, REASONS }
+function msOption (o, name, min) {
+  const v = o[name]
+  if (v === undefined || v === null) return null
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
+    throw new RangeError(`autoExtend.${name} must be an integer number of milliseconds ≥ ${min}; got ${inspect(v, { breakLength: Infinity, maxStringLength: 200, depth: 0 })}`)
+  }
+  return v
+}
+
+/**
+ * createLock's `autoExtend` option, checked: null when off, else
+ * { maxHoldMs, maxEventLoopLagMs } (null: the default).
+ */
+function autoExtendOf (options) {
+  const ae = options.autoExtend
+  if (ae === undefined || ae === null || ae === false) return null
+  if (ae === true) return { maxHoldMs: null, maxEventLoopLagMs: null }
+  if (typeof ae === 'object') {
+    return { maxHoldMs: msOption(ae, 'maxHoldMs', 1), maxEventLoopLagMs: msOption(ae, 'maxEventLoopLagMs', 200) }
+  }
+  throw new TypeError(`createLock option autoExtend must be true, false or { maxHoldMs, maxEventLoopLagMs }; got ${inspect(ae, { breakLength: Infinity, maxStringLength: 200, depth: 0 })}`)
+}
+
+/** The event-loop lag a kept lease of `leaseMs` allows (0: not kept): the option, else max(30 s, 3 leases). */
+function maxLagMs (autoExtend, leaseMs) {
+  if (autoExtend === null) return 0
+  return autoExtend.maxEventLoopLagMs || Math.max(30000, 3 * leaseMs)
+}
+
+module.exports = { envId, holdId, cancelId, cancel, watch, unwatch, autoExtendOf, maxLagMs, REASONS }

@@ -165,26 +165,9 @@ function flag (options, name) {
   throw new TypeError(`createLock option ${name} must be true or false; got ${describeKey(v)}`)
 }
 
-function msOption (o, name, min) {
-  const v = o[name]
-  if (v === undefined || v === null) return null
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
-    throw new RangeError(`autoExtend.${name} must be an integer number of milliseconds ≥ ${min}; got ${describeKey(v)}`)
-  }
-  return v
-}
-
 /** The options beyond redislock 1.3.0, checked; null when none is on. */
 function extrasOf (options) {
-  let autoExtend = null
-  const ae = options.autoExtend
-  if (ae === true) {
-    autoExtend = { maxHoldMs: null, maxEventLoopLagMs: null }
-  } else if (ae !== null && typeof ae === 'object') {
-    autoExtend = { maxHoldMs: msOption(ae, 'maxHoldMs', 1), maxEventLoopLagMs: msOption(ae, 'maxEventLoopLagMs', 200) }
-  } else if (ae !== undefined && ae !== null && ae !== false) {
-    throw new TypeError(`createLock option autoExtend must be true, false or { maxHoldMs, maxEventLoopLagMs }; got ${describeKey(ae)}`)
-  }
+  const autoExtend = keeper.autoExtendOf(options)
   const fencing = flag(options, 'fencing')
   const wake = flag(options, 'wakeOnRelease')
   const replicas = countOption(options, 'replicas')
@@ -320,9 +303,8 @@ class Lock {
       onAbort: null,
       aborted: null
     }
-    const maxLag = ae === null ? 0 : (ae.maxEventLoopLagMs || Math.max(30000, 3 * this.timeout))
     const nums = [this.timeout, tryOnly ? 0 : this.retries, this.delay, flags & ~F_REPLICAS, ctx.hold, keeper.envId(),
-      maxLag, ae === null ? 0 : (ae.maxHoldMs || 0), signal === null ? 0 : keeper.cancelId(),
+      keeper.maxLagMs(ae, this.timeout), ae === null ? 0 : (ae.maxHoldMs || 0), signal === null ? 0 : keeper.cancelId(),
       extra === null ? 0 : extra.replicas, extra === null ? 0 : extra.replicaTimeout]
     this[kBusy] = true
     let p = start(settleAcquireX, this, ctx, function (id) {

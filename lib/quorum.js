@@ -11,13 +11,17 @@
 const { randomUUID } = require('crypto')
 const { start, rejected } = require('./operations')
 const { targetFor } = require('./targets')
-const { endpointName } = require('./native')
+const { endpointName, keeperRemaining } = require('./native')
 const { CLIENT_KINDS } = require('./clients')
+const keeper = require('./keeper')
+const holds = require('./holds')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('./errors')
 
 const OP_ACQUIRE = 0
 const OP_RELEASE = 1
 const OP_EXTEND = 2
+// Option bits (src/node/quorum.rs).
+const F_KEEP = 4
 const now = () => performance.now()
 
 /** The native report: { granted, validityMs, attempts, servers: [{ outcome, error? }] }. */
@@ -75,6 +79,13 @@ function settleAcquire (lock, key, outcome, err, resolve, reject, value) {
   lock._key = key
   lock._validUntil = now() + r.validityMs
   lock._acquired.set(lock._id, lock)
+  const hold = holds.newHold()
+  hold.id = lock._holdId
+  lock._hold = hold
+  if (lock._autoExtend !== null) {
+    const where = { endpoint: lock._endpoints[0], key: lock._prefix + key, token: lock._id }
+    keeper.watch(hold.id, lock, where, (reason) => holds.lose(hold, reason, key))
+  }
   resolve()
 }
 
@@ -85,6 +96,7 @@ function settleRelease (lock, key, outcome, err, resolve, reject, value) {
   if (!r.granted) {
     const n = r.servers.length
     const done = r.servers.filter((s) => s.outcome === 'released').length
+    holds.lose(lock._hold, lostReason(r), key)
     const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
       ? `Lock on "${key}" had expired`
       : `Lock on "${key}" was released on ${done} of ${n} servers, needed ${Math.floor(n / 2) + 1}: ${tally(r.servers)} (the rest expire by their TTL)`
@@ -101,6 +113,7 @@ function settleExtend (lock, key, outcome, err, resolve, reject, value) {
     return resolve()
   }
   forget(lock)
+  holds.lose(lock._hold, lostReason(r), key)
   const n = r.servers.length
   const done = r.servers.filter((s) => s.outcome === 'extended').length
   const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
@@ -109,11 +122,18 @@ function settleExtend (lock, key, outcome, err, resolve, reject, value) {
   reject(withServers(new LockExtendError(msg), lock, r))
 }
 
+/** Why a failed release or extend lost the lock: gone on a majority, or not confirmed. */
+function lostReason (report) {
+  const notOurs = report.servers.filter((s) => s.outcome === 'not-ours').length
+  return notOurs > report.servers.length - (Math.floor(report.servers.length / 2) + 1) ? 'expired' : 'renewal-failed'
+}
+
 function forget (lock) {
   lock._locked = false
   lock._key = null
   lock._validUntil = 0
   lock._acquired.delete(lock._id)
+  if (lock._autoExtend !== null && lock._hold !== null) keeper.unwatch(lock._hold.id)
 }
 
 function intOption (options, name) {
@@ -138,7 +158,7 @@ class QuorumLock {
       throw new TypeError(`createLock options must be an object; got ${typeof options}`)
     }
     options = options || {}
-    for (const name of ['fencing', 'autoExtend', 'wakeOnRelease']) {
+    for (const name of ['fencing', 'wakeOnRelease']) {
       if (options[name] !== undefined && options[name] !== false && options[name] !== null) {
         throw new TypeError(name === 'fencing'
           ? 'createLock([...], { fencing }) is refused: independent servers share no counter, so no fencing token can be strictly increasing across them; use one Redis (or Redis Cluster) for fenced locks'
@@ -164,7 +184,12 @@ class QuorumLock {
     }
     this.serverTimeout = intOption(options, 'serverTimeout')
     this.retryJitter = options.retryJitter === undefined ? 20 : intOption(options, 'retryJitter')
+    const autoExtend = keeper.autoExtendOf(options)
     Object.defineProperties(this, {
+      _autoExtend: { value: autoExtend },
+      // The current (or last) hold (lib/holds.js) and the next one's id.
+      _hold: { value: null, writable: true },
+      _holdId: { value: 0, writable: true },
       _engine: { value: targets[0].engine },
       _endpoints: { value: targets.map((t) => t.endpoint) },
       _prefix: { value: targets[0].prefix },
@@ -183,7 +208,11 @@ class QuorumLock {
       return rejected(new LockAcquisitionError(`Invalid lock key ${JSON.stringify(String(key))}: the key must be a non-empty string`), fn)
     }
     this._busy = true
-    const nums = [this.timeout, this.retries, this.delay, this.serverTimeout, this.retryJitter]
+    const ae = this._autoExtend
+    this._holdId = ae === null ? 0 : keeper.holdId()
+    const nums = [this.timeout, this.retries, this.delay, this.serverTimeout, this.retryJitter,
+      ae === null ? 0 : F_KEEP, this._holdId, ae === null ? 0 : keeper.envId(),
+      keeper.maxLagMs(ae, this.timeout), ae === null ? 0 : (ae.maxHoldMs || 0)]
     const p = this._run(settleAcquire, key, OP_ACQUIRE, nums)
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -191,7 +220,7 @@ class QuorumLock {
   /** Deletes the lock on every server where it is still ours. */
   release (fn) {
     if (!this._locked) return rejected(new LockReleaseError('Lock has not been acquired'), fn)
-    const p = this._run(settleRelease, this._key, OP_RELEASE, [this.timeout, this.serverTimeout])
+    const p = this._run(settleRelease, this._key, OP_RELEASE, [this.timeout, this.serverTimeout, this._flags()])
     return fn === undefined ? p : p.nodeify(fn)
   }
 
@@ -200,13 +229,33 @@ class QuorumLock {
     const bad = extendTimeError(time)
     if (bad !== null) return rejected(bad, fn)
     if (!this._locked) return rejected(new LockExtendError('Lock has not been acquired'), fn)
-    const p = this._run(settleExtend, this._key, OP_EXTEND, [time, this.serverTimeout])
+    const p = this._run(settleExtend, this._key, OP_EXTEND, [time, this.serverTimeout, this._flags()])
     return fn === undefined ? p : p.nodeify(fn)
   }
 
-  /** How long the lock is valid for, in ms (never negative; 0 when not held). */
+  /**
+   * How long the lock is valid for, in ms (never negative; 0 when not
+   * held or lost): with autoExtend, from the keeper's last renewal that a
+   * majority confirmed; else from the grant or the last extend.
+   */
   validityMs () {
-    return this._locked ? Math.max(0, Math.floor(this._validUntil - now())) : 0
+    if (!this._locked || this._hold === null || this._hold.lost !== null) return 0
+    if (this._autoExtend !== null) {
+      return Math.max(0, keeperRemaining(this._endpoints[0], this._prefix + this._key, this._id))
+    }
+    return Math.max(0, Math.floor(this._validUntil - now()))
+  }
+
+  /**
+   * An AbortSignal for the current (or last) acquisition, aborted with a
+   * LockLostError when that hold is lost; null before the first.
+   */
+  get signal () {
+    return holds.signalOf(this._hold)
+  }
+
+  _flags () {
+    return this._autoExtend === null ? 0 : F_KEEP
   }
 
   _run (settle, key, op, nums) {

@@ -10,6 +10,11 @@
 //! waits for a renewal in flight, so no renewal command is ever sent after
 //! the release. Nothing here keeps Node alive.
 //!
+//! A Redlock lock ([`Servers::Quorum`]) is renewed on all its servers at
+//! once and stays kept while a majority confirms within the new validity
+//! (the lease less Redlock's drift); a majority that can no longer be
+//! reached (the key gone or another owner's on too many servers) is a loss.
+//!
 //! A lock kept with a [`Watch`] is also bounded: renewal stops when the
 //! JavaScript thread has not shown it is alive ([`Liveness::beat`]) within
 //! `max_lag`, or when the hold has lasted `max_hold`; and every end that is
@@ -28,9 +33,33 @@ use tokio::runtime::Handle;
 use tokio::sync::OwnedMutexGuard;
 
 use crate::connection::SharedConnection;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::quorum::{self, Renewal};
 use crate::reentrant::{self, Unlocked};
 use crate::scripts::RENEW_OR_WHY_SCRIPT;
+use crate::timer::TokioTimer;
+
+/// Where a kept lock lives.
+pub enum Servers {
+    /// One server (or one Redis Cluster).
+    One(Arc<SharedConnection>),
+    /// Redlock: a majority of independent servers, each answering a renewal
+    /// within `within`.
+    Quorum {
+        servers: Vec<Arc<SharedConnection>>,
+        within: Duration,
+    },
+}
+
+impl Servers {
+    /// How much less than the lease a confirmed renewal vouches for.
+    fn margin_ms(&self, lease_ms: u64) -> u64 {
+        match self {
+            Servers::One(_) => 0,
+            Servers::Quorum { .. } => quorum::drift_ms(lease_ms).max(0) as u64,
+        }
+    }
+}
 
 /// How a lock's lease is renewed.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -158,15 +187,18 @@ fn running() -> std::sync::MutexGuard<'static, HashMap<Held, Entry>> {
     locked(&RUNNING)
 }
 
-/// Keeps `held`'s lease at `lease_ms`, renewing every `lease_ms / 3` until
-/// stopped. `granted` is when the grant's command was sent (the lease runs
-/// from no earlier). A second start for a lock already kept does nothing.
+/// Keeps `held`'s lease at `lease_ms` on `servers`, renewing every
+/// `lease_ms / 3` until stopped. `granted` is when the grant's command was
+/// sent (the lease runs from no earlier) and `valid_until` how long the
+/// grant vouches for (the lease from `granted`; less for Redlock). A second
+/// start for a lock already kept does nothing.
 pub fn start(
     rt: &Handle,
-    conn: Arc<SharedConnection>,
+    servers: Servers,
     held: Held,
     lease_ms: u64,
     granted: Instant,
+    valid_until: Instant,
     watch: Option<Watch>,
 ) {
     let (gate, stopped, lease, confirmed) = {
@@ -178,7 +210,7 @@ pub fn start(
             gate: Arc::new(tokio::sync::Mutex::new(())),
             stopped: Arc::new(AtomicBool::new(false)),
             lease_ms: Arc::new(AtomicU64::new(lease_ms)),
-            confirmed_until: Arc::new(AtomicU64::new(at_ms(granted) + lease_ms)),
+            confirmed_until: Arc::new(AtomicU64::new(at_ms(valid_until))),
         };
         let parts = (
             Arc::clone(&entry.gate),
@@ -218,13 +250,10 @@ pub fn start(
             }
             let lease_ms = lease.load(Ordering::Acquire);
             let sent = now_ms();
-            let renewed = match conn.get().await {
-                Ok(mut c) => renew(&mut c, &held, lease_ms).await,
-                Err(e) => Err(e),
-            };
-            match renewed {
+            match renew_on(&servers, &held, lease_ms).await {
                 Ok(None) => {
-                    confirmed.store(sent + lease_ms, Ordering::Release);
+                    let margin = servers.margin_ms(lease_ms);
+                    confirmed.store(sent + lease_ms.saturating_sub(margin), Ordering::Release);
                 }
                 Ok(Some(why)) => return lose(why),
                 // Redis slow or away: try again at the next tick while the
@@ -237,6 +266,25 @@ pub fn start(
             }
         }
     });
+}
+
+/// One renewal on `servers`: `None` when renewed, else why the lock is not
+/// ours; an error when that is not known yet (try again while the lease
+/// may still run).
+async fn renew_on(servers: &Servers, held: &Held, lease_ms: u64) -> Result<Option<Lost>> {
+    match servers {
+        Servers::One(conn) => renew(&mut conn.get().await?, held, lease_ms).await,
+        Servers::Quorum { servers, within } => {
+            let connect = |i: usize| servers[i].get();
+            let n = servers.len();
+            let (name, owner) = (&held.name, &held.owner);
+            match quorum::renew(n, connect, &TokioTimer, name, owner, lease_ms, *within).await? {
+                Renewal::Renewed => Ok(None),
+                Renewal::Lost => Ok(Some(Lost::Expired)),
+                Renewal::Unsure(why) => Err(Error::Timeout(why)),
+            }
+        }
+    }
 }
 
 /// One renewal: `None` when renewed, else why the lock is not ours.
@@ -350,12 +398,12 @@ impl Paused {
         forget(&self.held, &self.stopped);
     }
 
-    /// An extend to `ms` that was confirmed at `sent`: renewals keep that
-    /// lease from now on.
-    pub fn extended(self, ms: u64, sent: Instant) {
+    /// An extend to `ms`, confirmed to run until `valid_until`: renewals
+    /// keep that lease from now on.
+    pub fn extended(self, ms: u64, valid_until: Instant) {
         self.lease_ms.store(ms, Ordering::Release);
         self.confirmed_until
-            .store(at_ms(sent) + ms, Ordering::Release);
+            .store(at_ms(valid_until), Ordering::Release);
     }
 }
 

@@ -90,6 +90,17 @@ pub struct Report {
     pub outcomes: Vec<Outcome>,
     /// Attempts made (an acquire: 1 + the retries used).
     pub attempts: u64,
+    /// When the reported attempt started (its validity counts from here).
+    pub started: Instant,
+}
+
+impl Report {
+    /// Until when a grant (or extend) of a lease of `ttl_ms` reported here
+    /// is valid: the attempt's start plus the lease, less the drift.
+    pub fn valid_until(&self, ttl_ms: u64) -> Instant {
+        let ms = (ttl_ms.min(MAX_MS) as i64 - drift_ms(ttl_ms)).max(0) as u64;
+        self.started + Duration::from_millis(ms)
+    }
 }
 
 /// The settings of a quorum lock.
@@ -209,6 +220,7 @@ where
                 validity_ms: validity,
                 outcomes,
                 attempts,
+                started,
             });
         }
         // Give back what this attempt may have taken (a timed-out SET may
@@ -223,6 +235,7 @@ where
                     validity_ms: validity,
                     outcomes,
                     attempts,
+                    started,
                 })
             }
             Retries::Count(k) => Retries::Count(k - 1),
@@ -253,23 +266,94 @@ where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
+    let report = extend_on_all(n, &connect, timer, key, token, ms, server_timeout).await?;
+    if !report.granted {
+        release_all(n, &connect, timer, server_timeout, key, token).await;
+    }
+    Ok(report)
+}
+
+/// What one renewal of a kept lock found (see [`renew`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Renewal {
+    /// A majority extended it, with validity left.
+    Renewed,
+    /// A majority can no longer be reached: the key is gone or another
+    /// owner's on too many servers.
+    Lost,
+    /// Not renewed this time (servers slow or away, or no validity left),
+    /// but not known lost either; the tally says why.
+    Unsure(String),
+}
+
+/// One renewal of a kept lock: [`extend`] without giving up on failure, so
+/// the keeper can try again while the lease may still run.
+#[allow(clippy::too_many_arguments)]
+pub async fn renew<C, F, Fut>(
+    n: usize,
+    connect: F,
+    timer: &dyn Timer,
+    key: &str,
+    token: &str,
+    ms: u64,
+    server_timeout: Duration,
+) -> Result<Renewal>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    let report = extend_on_all(n, &connect, timer, key, token, ms, server_timeout).await?;
+    let not_ours = report
+        .outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::NotOurs))
+        .count();
+    Ok(if report.granted {
+        Renewal::Renewed
+    } else if not_ours > n - majority(n) {
+        Renewal::Lost
+    } else {
+        let names: Vec<_> = report
+            .outcomes
+            .iter()
+            .map(|o| o.name(Step::Extend))
+            .collect();
+        Renewal::Unsure(format!(
+            "renewal not confirmed by a majority in time ({})",
+            names.join(", ")
+        ))
+    })
+}
+
+async fn extend_on_all<C, F, Fut>(
+    n: usize,
+    connect: &F,
+    timer: &dyn Timer,
+    key: &str,
+    token: &str,
+    ms: u64,
+    server_timeout: Duration,
+) -> Result<Report>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
     check(n, key, ms)?;
     let started = Instant::now();
-    let outcomes = on_all(n, &connect, timer, server_timeout, |mut c: C| async move {
+    let outcomes = on_all(n, connect, timer, server_timeout, |mut c: C| async move {
         lock::extend(&mut c, key, token, ms).await
     })
     .await;
     let validity = validity_ms(ms, started.elapsed());
     let got = outcomes.iter().filter(|o| o.ok()).count();
-    let granted = got >= majority(n) && validity > 0;
-    if !granted {
-        release_all(n, &connect, timer, server_timeout, key, token).await;
-    }
     Ok(Report {
-        granted,
+        granted: got >= majority(n) && validity > 0,
         validity_ms: validity,
         outcomes,
         attempts: 1,
+        started,
     })
 }
 
@@ -289,6 +373,7 @@ where
     Fut: Future<Output = Result<C>>,
 {
     check(n, key, 1)?;
+    let started = Instant::now();
     let outcomes = release_all(n, &connect, timer, server_timeout, key, token).await;
     let got = outcomes.iter().filter(|o| o.ok()).count();
     Ok(Report {
@@ -296,6 +381,7 @@ where
         validity_ms: 0,
         outcomes,
         attempts: 1,
+        started,
     })
 }
 

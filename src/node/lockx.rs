@@ -18,7 +18,7 @@ use super::redisson::{poke, rt, wakeups};
 use super::Target;
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
-use crate::keeper::{self, Held, Kind, Liveness, Watch};
+use crate::keeper::{self, Held, Kind, Liveness, Servers, Watch};
 use crate::keys::companion;
 use crate::lock::{self, AcquireOptions, Grant};
 use crate::reentrant::Adapter;
@@ -161,15 +161,11 @@ pub(crate) async fn run<C: ConnectionLike>(
                 return Ok(Reply::No);
             };
             if req.has(KEEP) {
-                let watch = Watch {
-                    liveness: liveness(req.env)?,
-                    hold: req.hold,
-                    max_lag: Duration::from_millis(req.max_lag_ms),
-                    max_hold: (req.max_hold_ms > 0).then(|| Duration::from_millis(req.max_hold_ms)),
-                };
-                let shared = Arc::clone(&target.shared);
+                let w = watch(req.env, req.hold, req.max_lag_ms, req.max_hold_ms)?;
+                let one = Servers::One(Arc::clone(&target.shared));
                 let held = req.held(&target);
-                keeper::start(rt()?, shared, held, opts.ttl_ms, granted.sent, Some(watch));
+                let until = granted.sent + Duration::from_millis(opts.ttl_ms);
+                keeper::start(rt()?, one, held, opts.ttl_ms, granted.sent, until, Some(w));
             }
             let fencing = granted.fencing.map(|n| n.to_string()).unwrap_or_default();
             Ok(Reply::With(format!("{fencing}:{}", age_us(granted.sent))))
@@ -215,7 +211,7 @@ pub(crate) async fn run<C: ConnectionLike>(
                 }
             }
             match (paused, &extended) {
-                (Some(p), Ok(true)) => p.extended(ms, sent),
+                (Some(p), Ok(true)) => p.extended(ms, sent + Duration::from_millis(ms)),
                 (Some(p), Ok(false)) | (Some(p), Err(Error::NotReplicated(_))) => p.stop(),
                 _ => {}
             }
@@ -305,6 +301,17 @@ pub(crate) fn cancel(env: u32, id: u32) {
 
 /// Every JavaScript environment's [`Liveness`], by the id JavaScript holds.
 static ENVS: LazyLock<Mutex<Vec<Arc<Liveness>>>> = LazyLock::new(Mutex::default);
+
+/// The keeper's bounds for JavaScript's hold `hold` in environment `env`
+/// (`max_hold_ms` 0: none).
+pub(crate) fn watch(env: u32, hold: u32, max_lag_ms: u64, max_hold_ms: u64) -> Result<Watch> {
+    Ok(Watch {
+        liveness: liveness(env)?,
+        hold,
+        max_lag: Duration::from_millis(max_lag_ms),
+        max_hold: (max_hold_ms > 0).then(|| Duration::from_millis(max_hold_ms)),
+    })
+}
 
 pub(crate) fn liveness(env: u32) -> Result<Arc<Liveness>> {
     let envs = ENVS.lock().unwrap_or_else(|p| p.into_inner());

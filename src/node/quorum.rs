@@ -9,8 +9,10 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 
 use super::done::Reply;
+use super::redisson::rt;
 use super::Target;
 use crate::error::{Error, Result};
+use crate::keeper::{self, Held, Kind, Servers};
 use crate::lock::AcquireOptions;
 use crate::quorum::{self, QuorumOptions, Report, Step};
 use crate::timer::Timer;
@@ -19,6 +21,28 @@ use crate::timer::Timer;
 const ACQUIRE: u32 = 0;
 const RELEASE: u32 = 1;
 const EXTEND: u32 = 2;
+
+/// Option bits (those of lockx.rs that a quorum lock takes).
+const KEEP: u32 = 4;
+
+/// The keeper's name for a quorum lock: its key and token on the first
+/// server (tokens are one lock object's own, so this names no other lock).
+fn held(targets: &[Arc<Target>], key: &str, token: &str) -> Result<Held> {
+    let first = targets
+        .first()
+        .ok_or_else(|| Error::InvalidArgument("a quorum lock needs at least one server".into()))?;
+    Ok(Held::new(&first.shared, key, token, Kind::Token))
+}
+
+fn bits(x: f64) -> Result<u32> {
+    if x.is_finite() && x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0 {
+        Ok(x as u32)
+    } else {
+        Err(Error::InvalidArgument(
+            "invalid lock operation arguments".into(),
+        ))
+    }
+}
 
 /// The server timeout: `requested` ms (0: the default, `max(50, ttl /
 /// 100)`), never above any server's command timeout.
@@ -46,8 +70,11 @@ fn random() -> f64 {
 }
 
 /// Runs operation `op` on `targets` (connections from `connect(i)`).
-/// `nums`: ACQUIRE `[ttl, retries, delay, serverTimeout, jitter]`, EXTEND
-/// `[ms, serverTimeout]`, RELEASE `[ttl, serverTimeout]` (0: default).
+/// `nums`: ACQUIRE `[ttl, retries, delay, serverTimeout, jitter, flags,
+/// hold, env, maxLagMs, maxHoldMs]`, EXTEND `[ms, serverTimeout, flags]`,
+/// RELEASE `[ttl, serverTimeout, flags]` (0: default; missing: 0). With the
+/// KEEP flag an acquired lock's lease is renewed on a majority by the
+/// keeper (hold, env and the bounds as for lockx), until released.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn run<C, F, Fut>(
     op: u32,
@@ -81,20 +108,65 @@ where
                 server_timeout: server_timeout(num(3), base.ttl_ms, &targets)?,
                 jitter: Duration::from_millis(jitter.min(3_600_000.0) as u64),
             };
+            let keep = bits(num(5))? & KEEP != 0;
+            let watch = match keep {
+                true => Some(super::lockx::watch(
+                    bits(num(7))?,
+                    bits(num(6))?,
+                    crate::lock::positive_int(num(8)).unwrap_or(30_000),
+                    crate::lock::positive_int(num(9)).unwrap_or(0),
+                )?),
+                false => None,
+            };
             let report = quorum::acquire(n, connect, timer, key, token, &opts, &random).await?;
+            if let (true, Some(w)) = (report.granted, watch) {
+                let servers = Servers::Quorum {
+                    servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
+                    within: opts.server_timeout,
+                };
+                let until = report.valid_until(opts.ttl_ms);
+                let held = held(&targets, key, token)?;
+                keeper::start(
+                    rt()?,
+                    servers,
+                    held,
+                    opts.ttl_ms,
+                    report.started,
+                    until,
+                    Some(w),
+                );
+            }
             (Step::Acquire, report)
         }
         EXTEND => {
             let ms = crate::lock::extension_from_number(num(0))?;
             let within = server_timeout(num(1), ms, &targets)?;
+            let paused = match bits(num(2))? & KEEP {
+                0 => None,
+                _ => keeper::pause(&held(&targets, key, token)?).await,
+            };
             let report = quorum::extend(n, connect, timer, key, token, ms, within).await?;
+            if let Some(p) = paused {
+                match report.granted {
+                    true => p.extended(ms, report.valid_until(ms)),
+                    false => p.stop(),
+                }
+            }
             (Step::Extend, report)
         }
         RELEASE => {
             let ttl = crate::lock::positive_int(num(0)).unwrap_or(10_000);
             let within = server_timeout(num(1), ttl, &targets)?;
-            let report = quorum::release(n, connect, timer, key, token, within).await?;
-            (Step::Release, report)
+            let paused = match bits(num(2))? & KEEP {
+                0 => None,
+                _ => keeper::pause(&held(&targets, key, token)?).await,
+            };
+            let report = quorum::release(n, connect, timer, key, token, within).await;
+            // Released, not ours, or unknown: no renewal either way.
+            if let Some(p) = paused {
+                p.stop();
+            }
+            (Step::Release, report?)
         }
         other => {
             return Err(Error::InvalidArgument(format!(

@@ -14,7 +14,7 @@ use redis::aio::ConnectionLike;
 use super::completer::runtime;
 use super::Target;
 use crate::error::{Error, Result};
-use crate::keeper::{self, Held, Kind, Watch};
+use crate::keeper::{self, Held, Kind, Servers};
 use crate::lock::{positive_int, MAX_MS};
 use crate::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
 use crate::timer::Timer;
@@ -192,14 +192,10 @@ where
             if let (true, Some(w)) = (held, watch) {
                 let h = Held::new(&target.shared, &req.name, &req.field, Kind::Redisson);
                 let granted = std::time::Instant::now();
-                let watch = Watch {
-                    liveness: super::lockx::liveness(w.env)?,
-                    hold: w.hold,
-                    max_lag: Duration::from_millis(w.max_lag_ms),
-                    max_hold: None,
-                };
-                let shared = Arc::clone(&target.shared);
-                keeper::start(rt()?, shared, h, req.lease_ms, granted, Some(watch));
+                let until = granted + Duration::from_millis(req.lease_ms);
+                let watch = super::lockx::watch(w.env, w.hold, w.max_lag_ms, 0)?;
+                let one = Servers::One(Arc::clone(&target.shared));
+                keeper::start(rt()?, one, h, req.lease_ms, granted, until, Some(watch));
             }
             Ok(u32::from(held))
         }
