@@ -132,6 +132,79 @@ test('the Redisson face on the cluster: node-redisson\'s { clusters } config, re
   }
 })
 
+/** One command to the node on `port`, on its own connection; Redis errors throw. */
+async function on (port, ...command) {
+  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  c.on('error', () => {})
+  try {
+    await c.connect()
+    return await c.call(...command)
+  } finally {
+    c.disconnect()
+  }
+}
+
+/** `key` as the node on `port` holds it, asking as an importing node needs (ASKING first). */
+async function heldOn (port, key) {
+  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  c.on('error', () => {})
+  try {
+    await c.connect()
+    const [, [, value]] = await c.pipeline().call('ASKING').get(key).exec()
+    return value
+  } finally {
+    c.disconnect()
+  }
+}
+
+test('a slot migrated under held locks: ASK during the migration, MOVED after it, no lock lost or doubled', async () => {
+  const lock = R.createLock({ cluster: cluster.seeds }, { timeout: 30000 })
+  const during = R.createLock({ cluster: cluster.seeds }, { timeout: 30000 })
+  const key = 'cluster:migrate:{slot-a}'
+  const newKey = 'cluster:migrate:{slot-a}:during'
+  const seed = Number(cluster.seeds[0].split(':')[1])
+  const slot = await on(seed, 'CLUSTER', 'KEYSLOT', key)
+  // The primaries, by id and port, and which one serves the slot now.
+  const primaries = (await on(seed, 'CLUSTER', 'NODES')).split('\n')
+    .filter((line) => /\bmaster\b/.test(line) && !/fail/.test(line))
+    .map((line) => { const [id, addr] = line.split(' '); return { id, port: Number(addr.split(':')[1].split('@')[0]) } })
+  const owner = (await on(seed, 'CLUSTER', 'SLOTS')).find(([from, to]) => slot >= from && slot <= to)[2][1]
+  const source = primaries.find((p) => p.port === owner)
+  const target = primaries.find((p) => p.port !== owner)
+  // Held on the source, so the client's slot map points there.
+  await lock.acquire(key)
+
+  // Migration started: the source still serves its keys and answers ASK for absent ones.
+  await on(target.port, 'CLUSTER', 'SETSLOT', slot, 'IMPORTING', source.id)
+  await on(source.port, 'CLUSTER', 'SETSLOT', slot, 'MIGRATING', target.id)
+  await during.acquire(newKey) // ASK -> the importing target
+  assert.equal(await heldOn(target.port, newKey), during._id, 'the new lock went to the importing node')
+  // The source redirects for it: the client did follow an ASK.
+  await assert.rejects(on(source.port, 'EXISTS', newKey), /^ReplyError: ASK /)
+  await lock.extend(30000) // still on the source
+  await on(source.port, 'MIGRATE', '127.0.0.1', target.port, '', 0, 5000, 'KEYS', key)
+  assert.equal(await heldOn(target.port, key), lock._id, 'moved with its token')
+  await assert.rejects(on(source.port, 'PTTL', key), /^ReplyError: ASK /)
+  await lock.extend(30000) // the source now answers ASK for it
+  const rival = R.createLock({ cluster: cluster.seeds })
+  await assert.rejects(rival.acquire(key), { name: 'LockAcquisitionError' })
+  await assert.rejects(rival.acquire(newKey), { name: 'LockAcquisitionError' })
+
+  // Migration finished: the slot is the target's; the old owner answers MOVED.
+  for (const p of primaries) await on(p.port, 'CLUSTER', 'SETSLOT', slot, 'NODE', target.id)
+  await cluster.settled()
+  await assert.rejects(on(source.port, 'PTTL', key), /^ReplyError: MOVED /)
+  await lock.extend(30000)
+  await assert.rejects(rival.acquire(key), { name: 'LockAcquisitionError' })
+  assert.ok(await on(target.port, 'PTTL', key) > 25000, 'extended on the new owner')
+  await lock.release()
+  await during.release()
+  assert.equal(await on(target.port, 'EXISTS', key, newKey), 0, 'both released on the new owner')
+  await rival.acquire(key)
+  assert.equal(await on(target.port, 'GET', key), rival._id)
+  await rival.release()
+})
+
 test('a primary killed mid-run: the cluster fails over and locking goes on, with no overlap', async () => {
   const keys = Array.from({ length: 6 }, (_, i) => `cluster:failover:${i}`)
   const inside = new Map()
