@@ -72,6 +72,16 @@ export interface IRedissonConfig {
    * accepted too (node-redisson takes only a bigint).
    */
   lockWatchdogTimeout?: bigint | number
+  /**
+   * Beyond node-redisson (Redisson's `checkLockSyncedSlaves`): a tryLock
+   * holds only once `WAIT replicas replicaTimeout` confirms that many
+   * replicas have the write; otherwise that hold is given back and the call
+   * rejects with a `RedissonLockError` (`code` `'ERR_NOT_REPLICATED'`).
+   * More replicas than the primary has are refused before any write.
+   */
+  replicas?: number
+  /** How long to wait for the replicas, in ms; default 1000. */
+  replicaTimeout?: number
 }
 
 export interface IRedissonClient {

@@ -30,6 +30,25 @@ function watchdogMs (value) {
   return Number(ms)
 }
 
+/** `replicas` / `replicaTimeout` of the config (beyond node-redisson): [count, ms] or null. */
+function replicasOf (config) {
+  const count = config.replicas
+  if (count === undefined || count === null || count === 0) {
+    if (config.replicaTimeout !== undefined && config.replicaTimeout !== null) {
+      throw new TypeError('new Redisson(config): replicaTimeout is only read with replicas ≥ 1')
+    }
+    return null
+  }
+  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0 || count > 0xffffffff) {
+    throw new RangeError(`new Redisson(config): replicas must be a non-negative integer; got ${String(count)}`)
+  }
+  const ms = config.replicaTimeout === undefined || config.replicaTimeout === null ? 1000 : config.replicaTimeout
+  if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 1) {
+    throw new RangeError(`new Redisson(config): replicaTimeout must be a positive integer number of milliseconds; got ${String(ms)}`)
+  }
+  return [count, ms]
+}
+
 /** What to connect to: `{ client }` (anything createLock takes) or ioredis `{ options }`. */
 function connectionOf (redis) {
   if (redis === null || typeof redis !== 'object') {
@@ -76,6 +95,9 @@ class Redisson {
       throw new TypeError("new Redisson(config): eventAdapter 'streams' cannot work on Redis Cluster (its stream key is in another slot than the lock); use 'pubsub'")
     }
     this._adapter = eventAdapter
+    // Beyond node-redisson: tryLock holds only once WAIT confirms this many
+    // replicas have the write (Redisson's checkLockSyncedSlaves).
+    this._replicas = replicasOf(config)
     this._client = client
     this._target = target
     this._closed = false

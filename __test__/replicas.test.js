@@ -110,3 +110,54 @@ test('more replicas than the primary has, or a replica as the server: refused be
   assert.throws(() => R.createLock(primary.url, { replicas: -1 }), RangeError)
   assert.throws(() => R.createLock(primary.url, { replicas: 1, replicaTimeout: 1.5 }), RangeError)
 })
+
+test('the Redisson face with { replicas }: a hold counts once acknowledged; an unacknowledged one is given back, a re-entry only undone', async () => {
+  const { Redisson, RedissonLockError } = require('../redisson')
+  const redisson = new Redisson({ redis: { options: { host: '127.0.0.1', port: primary.port } }, replicas: 2, replicaTimeout: 300 })
+  const lock = redisson.getLock('repl-rs', 'c1')
+  const field = `${redisson._id}:c1`
+  try {
+    assert.equal(await lock.tryLock(0, 5000), true)
+    const onReplica = new IORedis({ port: replicas[0].port })
+    try {
+      assert.equal(await onReplica.hget('repl-rs', field), '1', 'the replica has the hold when tryLock resolves')
+    } finally {
+      onReplica.disconnect()
+    }
+    process.kill(replicas[1].pid, 'SIGSTOP')
+    try {
+      // A re-entry the paused replica cannot acknowledge: undone, the first hold kept.
+      const t0 = Date.now()
+      const err = await lock.tryLock(0, 5000).catch((e) => e)
+      assert.ok(err instanceof RedissonLockError, String(err))
+      assert.equal(err.code, 'ERR_NOT_REPLICATED')
+      assert.match(err.message, /replicated to 1 of 2 replicas within 300 ms/)
+      assert.ok(Date.now() - t0 < 1500)
+      assert.equal(await check.hget('repl-rs', field), '1')
+      // A first hold: given back, no key left.
+      const other = redisson.getLock('repl-rs-2', 'c2')
+      await assert.rejects(other.tryLock(0, 5000), { code: 'ERR_NOT_REPLICATED' })
+      assert.equal(await check.exists('repl-rs-2'), 0)
+      assert.equal(await other.isLocked(), false)
+    } finally {
+      process.kill(replicas[1].pid, 'SIGCONT')
+    }
+    await lock.unlock()
+    assert.equal(await check.exists('repl-rs'), 0)
+    // With the watchdog too.
+    await lock.lock()
+    assert.equal(await check.hget('repl-rs', field), '1')
+    await lock.unlock()
+    assert.equal(await check.exists('repl-rs'), 0)
+    // More replicas than there are: refused before any write.
+    const three = new Redisson({ redis: { options: { port: primary.port } }, replicas: 3 })
+    await assert.rejects(three.getLock('repl-rs-3').tryLock(0, 5000), /replicas: 3 asked for, but the primary has 2/)
+    assert.equal(await check.exists('repl-rs-3'), 0)
+    await three.quit()
+    assert.throws(() => new Redisson({ redis: { options: {} }, replicas: -1 }), RangeError)
+    assert.throws(() => new Redisson({ redis: { options: {} }, replicas: 1, replicaTimeout: 0 }), RangeError)
+    assert.throws(() => new Redisson({ redis: { options: {} }, replicaTimeout: 10 }), TypeError)
+  } finally {
+    await redisson.quit()
+  }
+})

@@ -196,7 +196,14 @@ class RLock {
       watch = watched.get(this._watchKey) || { key: this._watchKey, id: keeper.holdId(), holds: new Set() }
       nums = [keeper.envId(), watch.id, Math.max(30000, 3 * this._redisson._watchdogMs)]
     }
-    return this._run(settleTryLock, { lease, watch }, TRY_LOCK, '', lease === null ? this._leaseMs : lease, wait, nums)
+    let undo = ''
+    const replicas = this._redisson._replicas
+    if (replicas !== null) {
+      // An unacknowledged grant is given back as an unlock, under its own latch.
+      nums = [...(nums.length ? nums : [0, 0, 0]), ...replicas]
+      undo = this._latch()
+    }
+    return this._run(settleTryLock, { lease, watch }, TRY_LOCK, undo, lease === null ? this._leaseMs : lease, wait, nums)
   }
 
   /** Takes the lock, waiting as long as it takes. */
@@ -209,8 +216,12 @@ class RLock {
    * Rejects with RedissonLockError when this client does not hold it.
    */
   unlock () {
-    const latch = this._redisson._target.prefix + `${prefixName('redisson_unlock_latch', this._name)}:${randomUUID()}`
-    return this._run(settleUnlock, null, UNLOCK, latch, this._leaseMs, 0, NO_WATCH)
+    return this._run(settleUnlock, null, UNLOCK, this._latch(), this._leaseMs, 0, NO_WATCH)
+  }
+
+  /** A fresh unlock latch's name (node-redisson's, in the lock's slot). */
+  _latch () {
+    return this._redisson._target.prefix + `${prefixName('redisson_unlock_latch', this._name)}:${randomUUID()}`
   }
 
   /** Deletes the lock whoever holds it; `true` when there was one. */

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
 use crate::lock::{positive_int, MAX_MS};
 use crate::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
+use crate::replicas::{self, Replicas};
 use crate::timer::Timer;
 use crate::wakeups::Wakeups;
 
@@ -36,8 +37,17 @@ struct Watched {
 }
 
 enum Op {
-    TryLock { wait: Wait, watch: Option<Watched> },
-    Unlock { latch: String },
+    /// `undo`: with `replicas`, the latch an unacknowledged grant is given
+    /// back under.
+    TryLock {
+        wait: Wait,
+        watch: Option<Watched>,
+        replicas: Option<Replicas>,
+        undo: String,
+    },
+    Unlock {
+        latch: String,
+    },
     ForceUnlock,
     IsLocked,
 }
@@ -55,7 +65,9 @@ impl Request {
     /// From JavaScript's arguments: `lease` in ms (the watchdog's timeout
     /// when `watch` is not empty), `wait` in ms (0: one attempt, -1:
     /// forever), `aux` the unlock latch's name, `watch` empty for a fixed
-    /// lease or `[env, hold, maxLagMs]` for the watchdog.
+    /// lease or `[env, hold, maxLagMs]` for the watchdog, optionally
+    /// followed by `replicas, replicaTimeout` (a tryLock acknowledged by
+    /// that many replicas; maxLagMs 0: a fixed lease).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn parse(
         op: u32,
@@ -94,22 +106,44 @@ impl Request {
                         "Invalid wait time {wait}: expected a non-negative integer number of milliseconds"
                     )));
                 };
-                let watch = match watch {
-                    [] => None,
-                    [env, hold, lag] => {
-                        let id = |x: f64| {
-                            (x.is_finite() && x >= 0.0 && x <= u32::MAX as f64).then_some(x as u32)
-                        };
-                        let bad = || Error::InvalidArgument("invalid watchdog arguments".into());
-                        Some(Watched {
-                            env: id(*env).ok_or_else(bad)?,
-                            hold: id(*hold).ok_or_else(bad)?,
-                            max_lag_ms: positive_int(*lag).ok_or_else(bad)?,
-                        })
-                    }
-                    _ => return Err(Error::InvalidArgument("invalid watchdog arguments".into())),
+                let id = |x: f64| {
+                    (x.is_finite() && x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0)
+                        .then_some(x as u32)
                 };
-                Op::TryLock { wait, watch }
+                let bad = || Error::InvalidArgument("invalid watchdog arguments".into());
+                let (watch, replicas) = match watch {
+                    [] => (None, None),
+                    [env, hold, lag, rest @ ..] if rest.is_empty() || rest.len() == 2 => {
+                        let watch = match *lag {
+                            0.0 if !rest.is_empty() => None,
+                            lag => Some(Watched {
+                                env: id(*env).ok_or_else(bad)?,
+                                hold: id(*hold).ok_or_else(bad)?,
+                                max_lag_ms: positive_int(lag).ok_or_else(bad)?,
+                            }),
+                        };
+                        let replicas = match rest {
+                            [count, ms] if *count != 0.0 => Some(Replicas {
+                                count: id(*count).ok_or_else(bad)?,
+                                timeout: Duration::from_millis(positive_int(*ms).ok_or_else(bad)?),
+                            }),
+                            _ => None,
+                        };
+                        (watch, replicas)
+                    }
+                    _ => return Err(bad()),
+                };
+                if replicas.is_some() && aux.is_empty() {
+                    return Err(Error::InvalidArgument(
+                        "replicas: a tryLock needs its undo latch".into(),
+                    ));
+                }
+                Op::TryLock {
+                    wait,
+                    watch,
+                    replicas,
+                    undo: aux,
+                }
             }
             UNLOCK => Op::Unlock { latch: aux },
             FORCE_UNLOCK => Op::ForceUnlock,
@@ -173,7 +207,16 @@ where
     let mut conn = connect().await?;
     let conn = &mut conn;
     match req.op {
-        Op::TryLock { wait, watch } => {
+        Op::TryLock {
+            wait,
+            watch,
+            replicas,
+            undo,
+        } => {
+            if let Some(want) = replicas {
+                // More replicas than the primary has: refused before any write.
+                replicas::check_available(conn, want).await?;
+            }
             let wakeups = match wait {
                 Wait::Once => None,
                 _ => Some(wakeups(&target, req.adapter)?),
@@ -189,6 +232,32 @@ where
                 wait,
             )
             .await?;
+            if let (true, Some(want)) = (held, replicas) {
+                if let Err(e) = replicas::wait_for(conn, want).await {
+                    // Not acknowledged: give this hold back (one hold fewer,
+                    // as an unlock; the last one wakes the waiters).
+                    let keys = UnlockKeys {
+                        name: &req.name,
+                        channel: &req.channel,
+                        latch: &undo,
+                        adapter: req.adapter,
+                    };
+                    let latch_ms = reentrant::latch_ms(target.endpoint.command_timeout);
+                    let undone = reentrant::unlock(
+                        conn,
+                        &connect,
+                        &keys,
+                        &req.field,
+                        req.lease_ms,
+                        latch_ms,
+                    )
+                    .await;
+                    if let Ok(Unlocked::Released) = undone {
+                        poke(&target, req.adapter, &req.channel);
+                    }
+                    return Err(e);
+                }
+            }
             if let (true, Some(w)) = (held, watch) {
                 let h = Held::new(&target.shared, &req.name, &req.field, Kind::Redisson);
                 let granted = std::time::Instant::now();
