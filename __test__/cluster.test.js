@@ -132,6 +132,32 @@ test('the Redisson face on the cluster: node-redisson\'s { clusters } config, re
   }
 })
 
+test('wakeOnRelease on the cluster: sharded pub/sub on the key\'s node wakes a waiter at once', async () => {
+  const key = 'cluster:wake:{w1}'
+  const channel = `${key}:redislock-rs:released`
+  // Another endpoint (the seeds reversed): its release does not poke our
+  // waiter in-process, so the wake-up must come through Redis.
+  const holder = R.createLock({ cluster: [...cluster.seeds].reverse() }, { timeout: 20000, wakeOnRelease: true })
+  const waiter = R.createLock({ cluster: cluster.seeds }, { timeout: 20000, wakeOnRelease: true, retries: 10, delay: 10000 })
+  await holder.acquire(key)
+  const t0 = Date.now()
+  const waiting = waiter.acquire(key)
+  const seed = Number(cluster.seeds[0].split(':')[1])
+  const slot = await on(seed, 'CLUSTER', 'KEYSLOT', key)
+  const owner = (await on(seed, 'CLUSTER', 'SLOTS')).find(([from, to]) => slot >= from && slot <= to)[2][1]
+  let subscribed = 0
+  for (let i = 0; i < 100 && subscribed === 0; i++) {
+    await sleep(20)
+    subscribed = (await on(owner, 'PUBSUB', 'SHARDNUMSUB', channel))[1]
+  }
+  assert.equal(subscribed, 1, 'the waiter is subscribed (SSUBSCRIBE) on the node that serves the key')
+  await holder.release()
+  await waiting
+  assert.ok(Date.now() - t0 < 3000, `woken by the release, not the 10 s delay: ${Date.now() - t0} ms`)
+  assert.equal(await on(owner, 'GET', key), waiter._id)
+  await waiter.release()
+})
+
 /** One command to the node on `port`, on its own connection; Redis errors throw. */
 async function on (port, ...command) {
   const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
@@ -214,7 +240,7 @@ test('a primary killed mid-run: the cluster fails over and locking goes on, with
   let failedOver = false
   let running = true
   const worker = async (w) => {
-    const lock = R.createLock({ cluster: cluster.seeds, commandTimeout: 500, connectTimeout: 500 }, { timeout: 3000, retries: 20, delay: 50 })
+    const lock = R.createLock({ cluster: cluster.seeds, commandTimeout: 500, connectTimeout: 500 }, { timeout: 3000, retries: 20, delay: 50, wakeOnRelease: w % 2 === 0 })
     let k = w
     while (running) {
       const key = keys[k++ % keys.length]

@@ -258,6 +258,22 @@ impl Endpoint {
 
     /// A `redis::cluster::ClusterClient` for a cluster endpoint.
     pub(crate) fn cluster_client(&self) -> Result<redis::cluster::ClusterClient> {
+        build_cluster(self.cluster_builder()?)
+    }
+
+    /// A cluster client for sharded pub/sub: RESP3, pushes sent to `tx`.
+    pub(crate) fn cluster_subscriber(
+        &self,
+        tx: tokio::sync::mpsc::UnboundedSender<redis::PushInfo>,
+    ) -> Result<redis::cluster::ClusterClient> {
+        let b = self.cluster_builder()?;
+        build_cluster(
+            b.use_protocol(redis::ProtocolVersion::RESP3)
+                .push_sender(tx),
+        )
+    }
+
+    fn cluster_builder(&self) -> Result<redis::cluster::ClusterClientBuilder> {
         let seeds = self
             .cluster
             .iter()
@@ -285,8 +301,7 @@ impl Endpoint {
                 redis::TlsMode::Insecure
             });
         }
-        b.build()
-            .map_err(|e| Error::InvalidArgument(format!("Invalid Redis Cluster settings: {e}")))
+        Ok(b)
     }
 
     /// Explicit `host`/`port` (TCP) or `path` (Unix socket) over what the URL said.
@@ -457,6 +472,11 @@ impl Endpoint {
         client
             .map_err(|e| Error::InvalidArgument(format!("Invalid Redis connection settings: {e}")))
     }
+}
+
+fn build_cluster(b: redis::cluster::ClusterClientBuilder) -> Result<redis::cluster::ClusterClient> {
+    b.build()
+        .map_err(|e| Error::InvalidArgument(format!("Invalid Redis Cluster settings: {e}")))
 }
 
 /// A TCP node (TLS when `tls`) with `redis` settings, TCP_NODELAY on.

@@ -397,17 +397,20 @@ async fn fenced_set<C: ConnectionLike>(
 }
 
 /// [`release`] that also announces the release on `channel` (holders
-/// created with `wakeOnRelease`), in the same script.
+/// created with `wakeOnRelease`), in the same script; `sharded`: with
+/// `SPUBLISH` (Redis Cluster 7+) rather than `PUBLISH`.
 pub async fn release_announced<C: ConnectionLike>(
     conn: &mut C,
     key: &str,
     token: &str,
     channel: &str,
+    sharded: bool,
 ) -> Result<bool> {
     check_key(key)?;
-    let mut reply = announce_once(conn, key, token, channel).await;
+    let publish = if sharded { "SPUBLISH" } else { "PUBLISH" };
+    let mut reply = announce_once(conn, key, token, channel, publish).await;
     if matches!(reply, Err(Error::Connection(_))) {
-        reply = announce_once(conn, key, token, channel).await;
+        reply = announce_once(conn, key, token, channel, publish).await;
     }
     Ok(reply? == 1)
 }
@@ -417,11 +420,12 @@ async fn announce_once<C: ConnectionLike>(
     key: &str,
     token: &str,
     channel: &str,
+    publish: &str,
 ) -> Result<i64> {
-    let size = (4, key.len() + token.len() + channel.len() + 8);
+    let size = (5, key.len() + token.len() + channel.len() + 16);
     Ok(DEL_IF_EQUAL_ANNOUNCE_SCRIPT
         .eval(conn, size, |cmd| {
-            cmd.arg(1).arg(key).arg(token).arg(channel);
+            cmd.arg(1).arg(key).arg(token).arg(channel).arg(publish);
         })
         .await?)
 }

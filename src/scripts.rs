@@ -21,8 +21,9 @@ pub const PEXPIRE_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] the
 pub const FENCED_SET: &str = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n  return redis.call('INCR', KEYS[2])\nend\nreturn 0";
 
 /// `wakeOnRelease: true`: [`DEL_IF_EQUAL`] that also announces the release
-/// on channel ARGV[2], in the same round trip. Returns 1 or 0.
-pub const DEL_IF_EQUAL_ANNOUNCE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  redis.call('DEL', KEYS[1])\n  redis.call('PUBLISH', ARGV[2], '1')\n  return 1\nend\nreturn 0";
+/// on channel ARGV[2] with command ARGV[3] (`PUBLISH`, or `SPUBLISH` on
+/// Redis Cluster 7+), in the same round trip. Returns 1 or 0.
+pub const DEL_IF_EQUAL_ANNOUNCE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  redis.call('DEL', KEYS[1])\n  redis.call(ARGV[3], ARGV[2], '1')\n  return 1\nend\nreturn 0";
 
 /// The lease keeper's renewal: sets KEYS[1]'s TTL to ARGV[2] ms if it still
 /// holds token ARGV[1]. Returns 1 (renewed), 0 (the key is gone) or -1 (it

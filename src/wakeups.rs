@@ -16,6 +16,12 @@
 //!
 //! The primitives (`Notify`, atomics, oneshot) work from any executor, so a
 //! waiter on the JS-thread engine is woken across threads by the same code.
+//!
+//! On Redis Cluster (7.0 and later) the redislock face's wake-ups use
+//! sharded pub/sub ([`Source::Sharded`]): `SSUBSCRIBE` through the crate's
+//! cluster connection, which sends it to the node serving the channel's
+//! slot (the lock key's) and subscribes again after a failover or a slot
+//! move. A node's link dropping wakes every waiter, as a broken link does.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,13 +31,46 @@ use std::time::Duration;
 use futures_util::future::{select, Either};
 use futures_util::StreamExt;
 use redis::aio::{MultiplexedConnection, PubSubSink};
-use redis::{AsyncConnectionConfig, Value};
+use redis::cluster_async::ClusterConnection;
+use redis::{AsyncConnectionConfig, PushKind, Value};
 use tokio::runtime::Handle;
 use tokio::sync::{oneshot, Notify};
 
 use crate::config::Endpoint;
 use crate::error::{Error, Result};
 use crate::reentrant::{Adapter, EVENTS_STREAM};
+
+/// Where a [`Wakeups`] hears of releases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `SUBSCRIBE` to the lock's channel: on one server, or on one node of
+    /// a cluster (a `PUBLISH` reaches every node).
+    PubSub,
+    /// node-redisson's event stream (`XREAD`).
+    Streams,
+    /// `SSUBSCRIBE` through the cluster connection (Redis Cluster 7+).
+    Sharded,
+}
+
+impl Source {
+    /// 0, 1 or 2: where per-source things sit in arrays.
+    pub fn index(self) -> usize {
+        match self {
+            Source::PubSub => 0,
+            Source::Streams => 1,
+            Source::Sharded => 2,
+        }
+    }
+}
+
+impl From<Adapter> for Source {
+    fn from(a: Adapter) -> Source {
+        match a {
+            Adapter::PubSub => Source::PubSub,
+            Adapter::Streams => Source::Streams,
+        }
+    }
+}
 
 struct Channel {
     /// Bumped by each release seen on the channel (and by a broken link).
@@ -58,11 +97,12 @@ enum Link {
     PubSub(PubSubSink),
     /// The stream reader runs as its own task; nothing to send.
     Streams,
+    Sharded(ClusterConnection),
 }
 
 pub struct Wakeups {
     endpoint: Endpoint,
-    adapter: Adapter,
+    source: Source,
     rt: Handle,
     channels: Mutex<Channels>,
     /// Names the current link state: incremented when a link is made and
@@ -79,13 +119,13 @@ fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Wakeups {
-    /// A wake-up source for `endpoint` and `adapter`, whose subscriber runs
-    /// on `rt`. Make one per server and adapter and share it (the napi
-    /// layer keeps them with its endpoints).
-    pub fn new(endpoint: &Endpoint, adapter: Adapter, rt: &Handle) -> Arc<Wakeups> {
+    /// A wake-up source for `endpoint` from `source`, whose subscriber runs
+    /// on `rt`. Make one per server and source and share it (the napi layer
+    /// keeps them with its endpoints).
+    pub fn new(endpoint: &Endpoint, source: Source, rt: &Handle) -> Arc<Wakeups> {
         Arc::new(Wakeups {
             endpoint: endpoint.clone(),
-            adapter,
+            source,
             rt: rt.clone(),
             channels: Mutex::default(),
             epoch: AtomicU64::new(0),
@@ -148,9 +188,18 @@ impl Wakeups {
         if chan.confirmed.load(Ordering::Acquire) == epoch {
             return Ok(epoch);
         }
-        if let Some(Link::PubSub(sink)) = link.as_mut() {
-            let timeout = self.endpoint.command_timeout;
-            match tokio::time::timeout(timeout, sink.subscribe(&name)).await {
+        let timeout = self.endpoint.command_timeout;
+        let subscribed = match link.as_mut() {
+            Some(Link::PubSub(sink)) => {
+                Some(tokio::time::timeout(timeout, sink.subscribe(&name)).await)
+            }
+            Some(Link::Sharded(conn)) => {
+                Some(tokio::time::timeout(timeout, conn.ssubscribe(&name)).await)
+            }
+            _ => None,
+        };
+        if let Some(subscribed) = subscribed {
+            match subscribed {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     self.drop_link(&mut link);
@@ -182,8 +231,36 @@ impl Wakeups {
                 self.endpoint.describe()
             ))
         };
-        let link = match self.adapter {
-            Adapter::PubSub => {
+        let link = match self.source {
+            Source::Sharded => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let client = self.endpoint.cluster_subscriber(tx)?;
+                let conn = tokio::time::timeout(within, client.get_async_connection())
+                    .await
+                    .map_err(|_| describe("timed out".into()))?
+                    .map_err(|e| describe(e.to_string()))?;
+                let me = Arc::clone(&self);
+                let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+                self.rt.spawn(async move {
+                    // Ends when the connection (which holds the sender) is gone.
+                    while let Some(push) = rx.recv().await {
+                        match push.kind {
+                            PushKind::SMessage => {
+                                if let Some(name) = push.data.first().and_then(text) {
+                                    me.released(&name);
+                                }
+                            }
+                            // A node's link dropped: a release may be lost
+                            // until the crate has subscribed again.
+                            PushKind::Disconnection => me.wake_all(),
+                            _ => {}
+                        }
+                    }
+                    me.broken(epoch).await;
+                });
+                Link::Sharded(conn)
+            }
+            Source::PubSub => {
                 let pubsub = tokio::time::timeout(within, client.get_async_pubsub())
                     .await
                     .map_err(|_| describe("timed out".into()))?
@@ -199,7 +276,7 @@ impl Wakeups {
                 });
                 Link::PubSub(sink)
             }
-            Adapter::Streams => {
+            Source::Streams => {
                 // Its own connection: XREAD BLOCK would hold up the shared one.
                 let config = AsyncConnectionConfig::new()
                     .set_connection_timeout(Some(within))
@@ -299,6 +376,11 @@ impl Wakeups {
             self.drop_link(&mut link);
         }
         drop(link);
+        self.wake_all();
+    }
+
+    /// Wakes every waiter (each retries at once).
+    fn wake_all(&self) {
         let all: Vec<Arc<Channel>> = locked(&self.channels)
             .values()
             .map(|(c, _)| Arc::clone(c))
@@ -322,15 +404,25 @@ impl Wakeups {
             }
         };
         if gone {
-            if let Some(Link::PubSub(sink)) = link.as_mut() {
-                let within = self.endpoint.command_timeout;
-                if !matches!(
-                    tokio::time::timeout(within, sink.unsubscribe(&name)).await,
-                    Ok(Ok(()))
-                ) {
-                    // Unsure state: start over on a fresh link next time.
-                    self.drop_link(&mut link);
+            let within = self.endpoint.command_timeout;
+            let done = match link.as_mut() {
+                Some(Link::PubSub(sink)) => {
+                    matches!(
+                        tokio::time::timeout(within, sink.unsubscribe(&name)).await,
+                        Ok(Ok(()))
+                    )
                 }
+                Some(Link::Sharded(conn)) => {
+                    matches!(
+                        tokio::time::timeout(within, conn.sunsubscribe(&name)).await,
+                        Ok(Ok(()))
+                    )
+                }
+                _ => true,
+            };
+            if !done {
+                // Unsure state: start over on a fresh link next time.
+                self.drop_link(&mut link);
             }
         }
     }

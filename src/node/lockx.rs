@@ -21,9 +21,9 @@ use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Liveness, Servers, Watch};
 use crate::keys::companion;
 use crate::lock::{self, AcquireOptions, Grant};
-use crate::reentrant::Adapter;
 use crate::replicas::{self, Replicas};
 use crate::timer::Timer;
+use crate::wakeups::Source;
 
 /// The operation codes JavaScript passes (lib/lock.js).
 const ACQUIRE: u32 = 0;
@@ -144,7 +144,7 @@ pub(crate) async fn run<C: ConnectionLike>(
                 .transpose()?;
             let subscriber = match &channel {
                 Some(_) if !matches!(opts.retries, lock::Retries::Count(0)) => {
-                    Some(wakeups(&target, Adapter::PubSub)?)
+                    Some(wakeups(&target, wake_source(&target, conn).await)?)
                 }
                 _ => None,
             };
@@ -179,10 +179,13 @@ pub(crate) async fn run<C: ConnectionLike>(
             let released = match req.has(WAKE) {
                 true => {
                     let channel = companion(&req.key, RELEASED_SUFFIX, "release channel")?;
+                    let source = wake_source(&target, conn).await;
+                    let sharded = source == Source::Sharded;
                     let released =
-                        lock::release_announced(conn, &req.key, &req.token, &channel).await;
+                        lock::release_announced(conn, &req.key, &req.token, &channel, sharded)
+                            .await;
                     if let Ok(true) = released {
-                        poke(&target, Adapter::PubSub, &channel);
+                        poke(&target, source, &channel);
                     }
                     released
                 }
@@ -241,6 +244,38 @@ pub(crate) async fn run<C: ConnectionLike>(
         other => Err(Error::InvalidArgument(format!(
             "unknown lock operation {other}"
         ))),
+    }
+}
+
+/// How `wakeOnRelease` announcements travel on `target`: sharded pub/sub
+/// on a Redis Cluster that has it (7.0+, asked once with `COMMAND INFO`),
+/// else classic pub/sub (on a cluster, a `PUBLISH` reaches every node).
+async fn wake_source<C: ConnectionLike>(target: &Target, conn: &mut C) -> Source {
+    if target.endpoint.cluster.is_empty() {
+        return Source::PubSub;
+    }
+    let sharded = match target.sharded.get() {
+        Some(known) => *known,
+        None => {
+            let reply: redis::RedisResult<redis::Value> = redis::cmd("COMMAND")
+                .arg("INFO")
+                .arg("SPUBLISH")
+                .query_async(conn)
+                .await;
+            match reply {
+                Ok(redis::Value::Array(items)) => {
+                    let has = items.first().is_some_and(|v| *v != redis::Value::Nil);
+                    *target.sharded.get_or_init(|| has)
+                }
+                // Not known this time: classic, and ask again next time.
+                _ => false,
+            }
+        }
+    };
+    if sharded {
+        Source::Sharded
+    } else {
+        Source::PubSub
     }
 }
 

@@ -109,13 +109,15 @@ impl From<ConnectOptions> for EndpointSpec {
 }
 
 /// An endpoint named by some `RedisConnection`, with the tokio engine's
-/// shared connection to it and, once a Redisson lock waits on it, its
-/// wake-up source per adapter (pub/sub, streams).
+/// shared connection to it and, once a lock waits on it, its wake-up
+/// sources (pub/sub, streams, sharded pub/sub: `wakeups::Source`), and
+/// whether it takes sharded pub/sub (a Redis Cluster 7+; asked once).
 #[cfg_attr(test, allow(dead_code))]
 pub(crate) struct Target {
     pub(crate) endpoint: Arc<Endpoint>,
     pub(crate) shared: Arc<SharedConnection>,
-    pub(crate) wakeups: [std::sync::OnceLock<Arc<crate::wakeups::Wakeups>>; 2],
+    pub(crate) wakeups: [std::sync::OnceLock<Arc<crate::wakeups::Wakeups>>; 3],
+    pub(crate) sharded: std::sync::OnceLock<bool>,
 }
 
 /// Every endpoint named so far, by a small id that JavaScript passes with
@@ -142,6 +144,7 @@ fn intern(endpoint: Endpoint) -> napi::Result<u32> {
         endpoint: Arc::new(endpoint.clone()),
         shared: SharedConnection::shared(endpoint.clone()),
         wakeups: Default::default(),
+        sharded: Default::default(),
     }));
     t.ids.insert(endpoint, id);
     Ok(id)

@@ -19,7 +19,7 @@ use crate::lock::{positive_int, MAX_MS};
 use crate::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
 use crate::replicas::{self, Replicas};
 use crate::timer::Timer;
-use crate::wakeups::Wakeups;
+use crate::wakeups::{Source, Wakeups};
 
 /// The operation codes JavaScript passes (lib/redisson/rlock.js).
 const TRY_LOCK: u32 = 0;
@@ -165,22 +165,23 @@ impl Request {
     }
 }
 
-/// `target`'s wake-up source for `adapter`, made on first use.
-pub(crate) fn wakeups(target: &Target, adapter: Adapter) -> Result<Arc<Wakeups>> {
-    let slot = &target.wakeups[adapter.index()];
+/// `target`'s wake-up source from `source`, made on first use.
+pub(crate) fn wakeups(target: &Target, source: impl Into<Source>) -> Result<Arc<Wakeups>> {
+    let source = source.into();
+    let slot = &target.wakeups[source.index()];
     if let Some(w) = slot.get() {
         return Ok(Arc::clone(w));
     }
     let rt = rt()?;
     Ok(Arc::clone(slot.get_or_init(|| {
-        Wakeups::new(&target.endpoint, adapter, rt)
+        Wakeups::new(&target.endpoint, source, rt)
     })))
 }
 
 /// Wakes one waiter of this process on `channel` (a release just made here),
 /// if any waits: see `Wakeups::poke`.
-pub(crate) fn poke(target: &Target, adapter: Adapter, channel: &str) {
-    if let Some(w) = target.wakeups[adapter.index()].get() {
+pub(crate) fn poke(target: &Target, source: impl Into<Source>, channel: &str) {
+    if let Some(w) = target.wakeups[source.into().index()].get() {
         w.poke(channel);
     }
 }
