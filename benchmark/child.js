@@ -7,8 +7,9 @@
  *
  * spec: {id, host, port, mode, workers, warmupMs, durationMs, key,
  *        delay, csMs, servers}, `servers` (the quorum section: every
- *        server's {host, port}; Redis command counts are then summed over
- *        them), mode one of
+ *        server's {host, port}; the cluster section: every primary's, the
+ *        seed nodes; Redis command counts are then summed over them),
+ *        mode one of
  * - 'uncontended': `workers` workers, each on its own key (`key:<i>`),
  *   acquire + release in a loop;
  * - 'contended': `workers` workers on one key, retrying every `delay` ms,

@@ -16,7 +16,8 @@
  * release() }. The quorum section's contenders (QUORUM) get
  * open({host, port, servers}), `servers` being every server's {host, port},
  * open one connection per server (shared by all workers) and have
- * worker(key) only.
+ * worker(key) only. So do the cluster section's (CLUSTER), `servers` being
+ * the cluster's primaries, used as seed nodes for one cluster client.
  */
 
 const { randomUUID } = require('crypto')
@@ -328,6 +329,81 @@ const QUORUM = [
 ]
 
 /**
+ * Redis Cluster (the cluster section, not among issue 9's contenders):
+ * open({ servers }) gets the primaries' { host, port } as seed nodes, and
+ * every contender opens ONE cluster client (a connection per primary),
+ * shared by all its workers. Workers are on keys of their own, so their
+ * locks spread over the slots (and primaries).
+ */
+function ioredisCluster (servers) {
+  const { Cluster } = require('ioredis')
+  const client = new Cluster(servers.map(({ host, port }) => ({ host, port })), { lazyConnect: true, redisOptions: { maxRetriesPerRequest: 1 } })
+  return client.connect().then(() => client)
+}
+
+/**
+ * redislock-rs: `createLock({ cluster: [url, ...] }, { timeout: 10000,
+ * retries: 0 })` per worker, the same options object for every lock, so one
+ * cluster client. No REDISLOCK_RS_ENGINE: a cluster always goes to the
+ * tokio engine (lib/targets.js), whatever the default engine is.
+ */
+const redislockRsCluster = {
+  id: 'redislock-rs-cluster',
+  label: 'redislock-rs, `{ cluster: [url, …] }` (tokio engine, the redis crate\'s cluster client)',
+  js: false,
+  async open ({ servers }) {
+    const lib = require('..')
+    const where = { cluster: servers.map(({ host, port }) => `redis://${host}:${port}`) }
+    const make = (o) => lib.createLock(where, { timeout: TTL, ...o })
+    // Connect to the cluster once outside the measurements.
+    const probe = make({ retries: 0 })
+    await probe.acquire(`bench:rs-cluster:probe:${process.pid}`)
+    await probe.release()
+    return { ...lockWorkers(make), close: async () => {} }
+  }
+}
+
+/**
+ * redislock 1.3.0 on an ioredis Cluster: it only needs `set(key, id, 'PX',
+ * ttl, 'NX', cb)` and `evalsha([sha, 1, key, id], cb)` (EVAL on NOSCRIPT,
+ * through ioredis's `send_command` alias), each on one key, which the
+ * Cluster client routes by slot.
+ */
+const redislockCluster = {
+  id: 'redislock-cluster',
+  label: `redislock@${version('redislock')} (ioredis@${version('ioredis')} Cluster)`,
+  js: true,
+  async open ({ servers }) {
+    const client = await ioredisCluster(servers)
+    const lib = require('redislock')
+    const make = (o) => lib.createLock(client, { timeout: TTL, ...o })
+    return { ...lockWorkers(make), close: () => closeIoredis(client) }
+  }
+}
+
+/** node-redlock with one ioredis Cluster client as its only "server". */
+const redlockCluster = {
+  id: 'redlock-cluster',
+  label: `redlock@${version('redlock')} (ioredis@${version('ioredis')} Cluster, as its one client)`,
+  js: true,
+  async open ({ servers }) {
+    const client = await ioredisCluster(servers)
+    const Redlock = require('redlock')
+    const rl = new Redlock([client], { retryCount: 0, retryJitter: 0 })
+    rl.on('clientError', () => {})
+    return {
+      worker (key) {
+        return { cycle: () => rl.lock(key, TTL).then((l) => l.unlock()) }
+      },
+      close: () => closeIoredis(client)
+    }
+  }
+}
+
+/** The cluster section's contenders, in this order. */
+const CLUSTER = [redislockRsCluster, redlockCluster, redislockCluster]
+
+/**
  * Wake on release (the redislock face): redislock-rs with and without
  * `wakeOnRelease: true`, against the JavaScript peers, each waiting with its
  * own retry mechanism (child.js, mode 'handoff', `waiter(key, {delay})`).
@@ -353,4 +429,4 @@ const ALL = [
 /** The wake-on-release section's contenders, in this order (see RS_WAKE). */
 const WAKE = [RS_WAKE, RS_PLAIN, redislock, redlock, semaphore]
 
-module.exports = { ALL, REDISSON, WAKE, QUORUM, byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }
+module.exports = { ALL, REDISSON, WAKE, QUORUM, CLUSTER, byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM, ...CLUSTER].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }

@@ -34,17 +34,25 @@
  * on both engines vs redlock with one ioredis client per server
  * (retryCount 0, retryJitter 0).
  *
+ * Redis Cluster (section cluster; not among issue 9's targets): a cluster of
+ * 3 primaries, no replicas (__test__/helpers/cluster.js: free ports, the
+ * same flags), started for the section and stopped after it; uncontended at
+ * 1, 16 and 128 workers, each on its own key (so the keys spread over the
+ * slots): redislock-rs `createLock({ cluster: [url, ...] })` vs redlock and
+ * redislock@1.3.0, each over one ioredis Cluster client.
+ *
  * Env: BENCH_QUICK=1, BENCH_ROUNDS=n, BENCH_DURATION_MS=n,
  *      BENCH_SECTIONS=name,name: run only these sections, in the usual order
  *        (default: all). Names: uncontended, contention, audit, redisson,
- *        wake, quorum, memory, remote; e.g. BENCH_SECTIONS=wake or
- *        BENCH_SECTIONS=redisson,wake or BENCH_SECTIONS=quorum. A partial run writes
+ *        wake, quorum, cluster, memory, remote; e.g. BENCH_SECTIONS=wake or
+ *        BENCH_SECTIONS=redisson,wake or BENCH_SECTIONS=cluster. A partial run writes
  *        benchmark/RESULTS.partial.md and RESULTS.partial.json and leaves
  *        RESULTS.md / RESULTS.json alone (with BENCH_QUICK=1:
  *        RESULTS.quick.md, as always); its report and PASS / MISS lines
  *        cover the sections run only.
  *      BENCH_ONLY=id,id (contender ids, see contenders.js; redislock-rs,
- *        redisson-rs, redislock-rs-wake and redislock-rs-quorum are always run),
+ *        redisson-rs, redislock-rs-wake, redislock-rs-quorum and
+ *        redislock-rs-cluster are always run),
  *      BENCH_NO_REDISSON=1 (skip the Redisson face), BENCH_HANDOFF_MS=n
  *        (recorded time per Redisson handoff round), BENCH_WAKE_MS=n
  *        (recorded time per wake-on-release round),
@@ -56,6 +64,7 @@ const os = require('os')
 const path = require('path')
 const { spawn } = require('child_process')
 const { startRedis } = require('../__test__/helpers/redis')
+const { startCluster } = require('../__test__/helpers/cluster')
 const contenders = require('./contenders')
 const { summarize, summarizeHandoffs, percentile } = require('./measure')
 const raw = require('./redis-raw')
@@ -65,7 +74,7 @@ const report = require('./report')
 
 const QUICK = process.env.BENCH_QUICK === '1'
 /** The sections, in the order they run (BENCH_SECTIONS picks some). */
-const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'memory', 'remote']
+const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'cluster', 'memory', 'remote']
 const PICKED = process.env.BENCH_SECTIONS ? process.env.BENCH_SECTIONS.split(',').map((x) => x.trim()).filter(Boolean) : null
 if (PICKED) {
   const unknown = PICKED.filter((x) => !SECTIONS.includes(x))
@@ -105,7 +114,9 @@ const CFG = {
   wakeDelay: 50,
   wakeDuration: Number(process.env.BENCH_WAKE_MS) || (QUICK ? 1000 : 5000),
   quorumServers: 3,
-  quorumWorkers: [1, 16, 128]
+  quorumWorkers: [1, 16, 128],
+  clusterPrimaries: 3,
+  clusterWorkers: [1, 16, 128]
 }
 const RUN = (section) => CFG.sections.includes(section)
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') : null
@@ -113,6 +124,7 @@ const LIST = contenders.ALL.filter((c) => !ONLY || ONLY.includes(c.id) || c.id =
 const REDISSON_LIST = CFG.redisson && RUN('redisson') ? contenders.REDISSON.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.REDISSON_RS) : []
 const WAKE_LIST = RUN('wake') ? contenders.WAKE.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS || c.id === report.RS_WAKE) : []
 const QUORUM_LIST = RUN('quorum') ? contenders.QUORUM.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_QUORUM) : []
+const CLUSTER_LIST = RUN('cluster') ? contenders.CLUSTER.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_CLUSTER) : []
 
 const log = (...a) => console.error('[bench]', ...a)
 const rotate = (arr, k) => arr.map((_, i) => arr[(i + k) % arr.length])
@@ -292,6 +304,60 @@ async function quorum () {
   }
 }
 
+/** A cluster whose primaries are `servers` ({host, port} each): `c` workers on distinct keys, every cluster contender ROUNDS times, interleaved. */
+async function clusterUncontended (c, servers) {
+  const runs = Object.fromEntries(CLUSTER_LIST.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(CLUSTER_LIST, round)) {
+      // `servers` doubles as the seed nodes and as the servers whose INFO
+      // commandstats child.js sums: every primary.
+      const r = await measureChild(x, {
+        host: servers[0].host,
+        port: servers[0].port,
+        servers,
+        mode: 'uncontended',
+        workers: c,
+        warmupMs: CFG.warmup,
+        durationMs: CFG.duration,
+        key: `bench:cluster:${x.id}:${c}:${round}`
+      })
+      runs[x.id].push(r)
+      log(`cluster ${c} worker(s), round ${round + 1}, ${x.id}: ${Math.round(r.cyclesPerSec)} cycles/s`)
+    }
+  }
+  return Object.fromEntries(CLUSTER_LIST.map((x) => [x.id, summarize(runs[x.id])]))
+}
+
+/**
+ * Redis Cluster: starts a cluster of CFG.clusterPrimaries primaries, no
+ * replicas (the tests' startCluster: free ports, `--save '' --appendonly
+ * no`, its own temp dir, `redis-cli --cluster create`, settled once every
+ * node says cluster_state:ok), runs the cluster scenarios on it and stops
+ * it again (by PID, the servers it started only), also when interrupted
+ * (cleanups).
+ */
+async function cluster () {
+  const starting = startCluster({ masters: CFG.clusterPrimaries, replicas: 0 })
+  // An interrupt while the cluster is being created waits for it to be up
+  // (startCluster keeps its servers to itself until then; a failed start
+  // stops them itself), then stops it.
+  const stop = () => starting.then((cl) => cl.stop(), () => {})
+  cleanups.add(stop)
+  try {
+    const cl = await starting
+    // Interrupted meanwhile: measure nothing (interrupted() stops the cluster and exits).
+    if (interrupting) throw new Error('interrupted')
+    log(`cluster: redis-server pids ${cl.nodes.map((n) => n.pid).join(', ')} on ports ${cl.nodes.map((n) => n.port).join(', ')}; contenders: ${CLUSTER_LIST.map((c) => c.id).join(', ')}`)
+    const where = cl.nodes.map((n) => ({ host: '127.0.0.1', port: n.port }))
+    const unc = {}
+    for (const c of CFG.clusterWorkers) unc[c] = await clusterUncontended(c, where)
+    return { primaries: where.map((s) => `${s.host}:${s.port}`), uncontended: unc }
+  } finally {
+    cleanups.delete(stop)
+    await stop()
+  }
+}
+
 /** The commands each contender sends per uncontended cycle (MONITOR), one child each. */
 async function audit (target) {
   const out = {}
@@ -350,7 +416,8 @@ async function main () {
   log(`redis-server pid ${server.pid} on port ${server.port}${QUICK ? ' (QUICK mode)' : ''}; ` +
     `sections: ${CFG.sections.join(', ')}${CFG.partial ? ' (BENCH_SECTIONS)' : ''}; contenders: ${LIST.map((c) => c.id).join(', ')}; ` +
     `Redisson face: ${REDISSON_LIST.map((c) => c.id).join(', ') || 'skipped'}; wake on release: ${WAKE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
-    `Redlock on ${CFG.quorumServers} servers: ${QUORUM_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
+    `Redlock on ${CFG.quorumServers} servers: ${QUORUM_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
+    `Redis Cluster: ${CLUSTER_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
   try {
     const needSha = RUN('uncontended') || RUN('remote')
     const sha = needSha && await cLimit.available() ? await raw.command('127.0.0.1', server.port, 'SCRIPT', 'LOAD', contenders.DEL_IF_EQUAL) : null
@@ -369,6 +436,7 @@ async function main () {
     }
     R.wake = WAKE_LIST.length ? await wakeHandoff(target) : null
     R.quorum = QUORUM_LIST.length ? await quorum() : null
+    R.cluster = CLUSTER_LIST.length ? await cluster() : null
     if (RUN('memory') && process.env.BENCH_NO_MEMORY !== '1') R.local.memory = await memory(target)
     R.remote = RUN('remote') ? await remote(sha) : { available: false, reason: 'not run (BENCH_SECTIONS)', skipped: true }
     if (!R.remote.available && !R.remote.skipped) log(`remote scenario: not available here (${R.remote.reason})`)
@@ -406,6 +474,10 @@ async function main () {
     if (qchecks.length) {
       console.log(`Redlock on ${CFG.quorumServers} servers (not among issue 9's targets):`)
       for (const t of qchecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
+    }
+    if (R.cluster) {
+      console.log(`Redis Cluster, ${CFG.clusterPrimaries} primaries (informational, no target):`)
+      for (const t of report.clusterRatios(R.cluster)) console.log(`      ${t}`)
     }
     log(`wrote ${path.relative(process.cwd(), file)} in ${meta.seconds.toFixed(0)} s`)
   } finally {

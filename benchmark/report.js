@@ -7,7 +7,9 @@
  * node-redisson; not among issue 9's targets) and the wake-on-release
  * section's (redislock-rs with wakeOnRelease vs polling; not among them
  * either), and the quorum section's (redislock-rs Redlock vs node-redlock on
- * 3 servers; not among them either).
+ * 3 servers; not among them either), and the cluster section's tables
+ * (redislock-rs vs node-redlock and redislock on a Redis Cluster; ratios
+ * only, no PASS / MISS).
  */
 
 const fs = require('fs')
@@ -26,6 +28,9 @@ const RS_WAKE = 'redislock-rs-wake'
 const RS_QUORUM = 'redislock-rs-quorum'
 const RS_QUORUM_TOKIO = 'redislock-rs-quorum-tokio'
 const REDLOCK_QUORUM = 'redlock-quorum'
+const RS_CLUSTER = 'redislock-rs-cluster'
+/** The cluster section's peers, in the order their ratios are given. */
+const CLUSTER_PEERS = [['redlock-cluster', 'redlock'], ['redislock-cluster', 'redislock']]
 /** wakeOnRelease's targets: handoff p50 and p99 (ms) at most. */
 const WAKE_P50_MS = 1
 const WAKE_P99_MS = 5
@@ -45,7 +50,7 @@ function labelOf (id) {
   if (id === C_LIMIT) return 'C limit: redis-benchmark -c 1 -P <workers>'
   return contenders.byId[id] ? contenders.byId[id].label : id
 }
-const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM ? `**${labelOf(id)}**` : labelOf(id)
+const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM || id === RS_CLUSTER ? `**${labelOf(id)}**` : labelOf(id)
 
 /** [id, summary] of the JavaScript contender with the most cycles/s in `sc`, or []. */
 function bestJs (sc) {
@@ -318,6 +323,46 @@ function quorumTable (sc) {
   return lines.join('\n')
 }
 
+/** The cluster section's rows: cycles/s and this row's ratio to each peer measured (CLUSTER_PEERS). */
+function clusterTable (sc) {
+  const peers = CLUSTER_PEERS.filter(([id]) => sc[id])
+  const lines = [
+    `| contender | cycles/s median (min–max) | ${peers.map(([, short]) => `× ${short} | `).join('')}p50 ms | p99 ms | process CPU µs/cycle | JS-thread CPU µs/cycle | Redis cmds/cycle, all primaries (cmdstat, incl. inside Lua) |`,
+    `|---|---:|${peers.map(() => '---:|').join('')}---:|---:|---:|---:|---|`
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${peers.map(([pid]) => `${times(ratio(s.cyclesPerSec, sc[pid].cyclesPerSec))} | `).join('')}` +
+      `${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
+  }
+  return lines.join('\n')
+}
+
+/**
+ * Redis Cluster: one line per worker count, redislock-rs's cycles/s and its
+ * ratio to each peer in the same run (informational: no target).
+ */
+function clusterRatios (Rc) {
+  return Object.entries(Rc.uncontended).map(([c, sc]) => {
+    const a = sc[RS_CLUSTER]
+    if (!a) return `${workersLabel(c)}: redislock-rs not measured`
+    const peers = CLUSTER_PEERS.filter(([id]) => sc[id])
+      .map(([id, short]) => `${times(ratio(a.cyclesPerSec, sc[id].cyclesPerSec))} ${short} (${fmtInt(sc[id].cyclesPerSec)})`)
+    return `${workersLabel(c)}: redislock-rs ${fmtInt(a.cyclesPerSec)} cycles/s (p50 ${fmt(a.p50, 3)} ms)${peers.length ? ` = ${peers.join(', ')}` : ''}`
+  })
+}
+
+/** The README's "Beyond redislock" rows for the cluster section: one per peer. */
+function clusterReadmeRows (Rc) {
+  const ws = Object.keys(Rc.uncontended)
+  const n = Rc.primaries.length
+  const col = (id) => ws.map((c) => Rc.uncontended[c][id] ? fmtInt(Rc.uncontended[c][id].cyclesPerSec) : 'n/a').join(' / ')
+  const peerName = { 'redlock-cluster': `node-redlock ${pkgVersion('redlock')}`, 'redislock-cluster': `redislock ${pkgVersion('redislock')}` }
+  return CLUSTER_PEERS.filter(([id]) => ws.some((c) => Rc.uncontended[c][id])).map(([id]) => {
+    const r = ws.map((c) => { const sc = Rc.uncontended[c]; return sc[RS_CLUSTER] && sc[id] ? times(ratio(sc[RS_CLUSTER].cyclesPerSec, sc[id].cyclesPerSec)) : 'n/a' }).join(' / ')
+    return `| Redis Cluster (${n} primaries), ${ws.join(' / ')} workers (cycles/s) | ${col(RS_CLUSTER)} | ${peerName[id]} (ioredis Cluster): ${col(id)} | ${r} |`
+  })
+}
+
 /**
  * Handoff rows; `wait`: what the waiting call is called; `other`: add the
  * handoffs to another worker than the previous holder (wake section).
@@ -405,6 +450,29 @@ function quorumSection (Rq, checks, cfg) {
     parts.push(`### Redlock on ${n} servers, uncontended: ${workersLabel(c)}, each on its own key`, '', quorumTable(sc), '')
   }
   parts.push(...checks.map(line), '')
+  return parts
+}
+
+function clusterSection (Rc, cfg) {
+  const n = Rc.primaries.length
+  const parts = [
+    `## Redis Cluster (${n} primaries): redislock-rs vs node-redlock and redislock (not among issue 9's targets)`,
+    '',
+    `Method: a Redis Cluster of ${n} primaries, no replicas, started for this section (__test__/helpers/cluster.js: \`--save '' --appendonly no\`, \`--cluster-enabled yes\`, free ports: ${Rc.primaries.join(', ')}, ` +
+      '`redis-cli --cluster create`; the same machine, so no network between them) and stopped after it. ' +
+      `Each contender in a child process of its own with ONE cluster client (a connection per primary) shared by all its workers, interleaved and rotated per round (${cfg.rounds} round(s)), medians. ` +
+      `Uncontended: every worker its own key (\`bench:cluster:<contender>:<workers>:<round>:<worker>\`, so the workers' keys spread over the slots and primaries), acquire + release in a loop, ${cfg.duration} ms after a ${cfg.warmup} ms warm-up. ` +
+      'redislock-rs: `createLock({ cluster: [url, …] }, { timeout: 10000, retries: 0 })` per worker, the same options object for every lock (a cluster always runs on the tokio engine: the redis crate\'s cluster client); ' +
+      `redlock@${pkgVersion('redlock')}: \`new Redlock([cluster], { retryCount: 0, retryJitter: 0 })\`, \`lock(key, 10000)\` then \`unlock()\`; ` +
+      `redislock@${pkgVersion('redislock')}: \`createLock(cluster, { timeout: 10000, retries: 0 })\` per worker; both over one ioredis@${pkgVersion('ioredis')} \`Cluster\` client. ` +
+      'Redis cmds/cycle = the INFO commandstats deltas of all the primaries, summed, / cycles. "× redlock" / "× redislock" = the row\'s cycles/s over that peer\'s, in the same run.',
+    ''
+  ]
+  for (const [c, sc] of Object.entries(Rc.uncontended)) {
+    parts.push(`### Redis Cluster, uncontended: ${workersLabel(c)}, each on its own key`, '', clusterTable(sc), '')
+  }
+  parts.push('redislock-rs to each peer (informational, no target):', '', ...clusterRatios(Rc).map((t) => `- ${t}`), '')
+  parts.push('For the README\'s table (scenario | redislock-rs | peer | ratio):', '', '| scenario | redislock-rs | peer | ratio |', '|---|---:|---:|---:|', ...clusterReadmeRows(Rc), '')
   return parts
 }
 
@@ -497,8 +565,9 @@ function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks 
   }
   if (R.wake) parts.push(...wakeSection(R.wake, wchecks, cfg))
   if (R.quorum) parts.push(...quorumSection(R.quorum, qchecks, cfg))
+  if (R.cluster) parts.push(...clusterSection(R.cluster, cfg))
   if (others.length || !cfg.partial) parts.push('## Other checks (from earlier issues)', '', ...others.map(line), '')
   return parts.join('\n')
 }
 
-module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, render, machine, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM }
+module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, clusterRatios, render, machine, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM, RS_CLUSTER }
