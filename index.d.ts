@@ -186,6 +186,12 @@ export interface QuorumLockOptions {
    * confirming within the lease's validity loses the lock (`signal`).
    */
   autoExtend?: boolean | AutoExtendOptions
+  /**
+   * Releases announce themselves on every server; a waiter subscribes on
+   * every server and is woken by the first announcement (pauses keep their
+   * schedule, so the wait stays within `retries × (delay + retryJitter)`).
+   */
+  wakeOnRelease?: boolean
 }
 
 /** What one server did in a quorum operation (`err.servers`). */

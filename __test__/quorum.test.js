@@ -236,6 +236,41 @@ test('autoExtend: a majority that stops answering loses the lock once its validi
   assert.throws(() => R.createLock(all(), { autoExtend: { maxHoldMs: -1 } }), RangeError)
 })
 
+test('wakeOnRelease: a Redlock waiter subscribes on every server and is woken by the release, not its delay', async () => {
+  const key = fresh('wake')
+  const channel = `{${key}}:redislock-rs:released`
+  // The holder on other endpoints (another commandTimeout): its release
+  // does not poke the waiter in-process; the word comes through Redis.
+  const holder = R.createLock(servers.map((s) => ({ ...opts(s.port), commandTimeout: 600 })), { timeout: 20000, wakeOnRelease: true })
+  const waiter = R.createLock(all(), { timeout: 20000, wakeOnRelease: true, retries: 5, delay: 10000 })
+  await holder.acquire(key)
+  const t0 = Date.now()
+  const waiting = waiter.acquire(key)
+  let subscribed = []
+  for (let i = 0; i < 100; i++) {
+    await sleep(20)
+    subscribed = await Promise.all(checks.map(async (c) => (await c.pubsub('NUMSUB', channel))[1]))
+    if (subscribed.every((n) => n === 1)) break
+  }
+  assert.deepEqual(subscribed, Array(5).fill(1), 'subscribed on every server')
+  await holder.release()
+  await waiting
+  const took = Date.now() - t0
+  assert.ok(took < 3000, `woken by the release, not the 10 s delay: ${took} ms`)
+  assert.deepEqual(await onEvery(key), Array(5).fill(waiter._id))
+  // In-process: a release by the same endpoints pokes the waiter directly.
+  const second = R.createLock(all(), { timeout: 20000, wakeOnRelease: true, retries: 5, delay: 10000 })
+  const t1 = Date.now()
+  const next = second.acquire(key)
+  await sleep(200)
+  await waiter.release()
+  await next
+  assert.ok(Date.now() - t1 < 3000, `woken in-process: ${Date.now() - t1} ms`)
+  await second.release()
+  assert.deepEqual(await onEvery(key), Array(5).fill(null))
+  assert.throws(() => R.createLock(all(), { wakeOnRelease: 'yes' }), TypeError)
+})
+
 test('3 processes × 4 workers on shared keys while servers are killed, paused and restarted: no overlap', async () => {
   const duration = 5000
   const ports = servers.map((s) => String(s.port))

@@ -21,6 +21,7 @@ const OP_ACQUIRE = 0
 const OP_RELEASE = 1
 const OP_EXTEND = 2
 // Option bits (src/node/quorum.rs).
+const F_WAKE = 2
 const F_KEEP = 4
 const now = () => performance.now()
 
@@ -158,12 +159,12 @@ class QuorumLock {
       throw new TypeError(`createLock options must be an object; got ${typeof options}`)
     }
     options = options || {}
-    for (const name of ['fencing', 'wakeOnRelease']) {
-      if (options[name] !== undefined && options[name] !== false && options[name] !== null) {
-        throw new TypeError(name === 'fencing'
-          ? 'createLock([...], { fencing }) is refused: independent servers share no counter, so no fencing token can be strictly increasing across them; use one Redis (or Redis Cluster) for fenced locks'
-          : `createLock([...], { ${name} }) is not supported for a lock on several servers yet`)
-      }
+    if (options.fencing !== undefined && options.fencing !== false && options.fencing !== null) {
+      throw new TypeError('createLock([...], { fencing }) is refused: independent servers share no counter, so no fencing token can be strictly increasing across them; use one Redis (or Redis Cluster) for fenced locks')
+    }
+    const wake = options.wakeOnRelease
+    if (wake !== undefined && wake !== null && typeof wake !== 'boolean') {
+      throw new TypeError(`createLock option wakeOnRelease must be true or false; got ${typeof wake}`)
     }
     const targets = clients.map((c, i) => targetFor(c, `createLock([...]) server ${i}`))
     if (targets.some((t) => t.cluster)) {
@@ -187,6 +188,7 @@ class QuorumLock {
     const autoExtend = keeper.autoExtendOf(options)
     Object.defineProperties(this, {
       _autoExtend: { value: autoExtend },
+      _wake: { value: wake === true },
       // The current (or last) hold (lib/holds.js) and the next one's id.
       _hold: { value: null, writable: true },
       _holdId: { value: 0, writable: true },
@@ -211,7 +213,7 @@ class QuorumLock {
     const ae = this._autoExtend
     this._holdId = ae === null ? 0 : keeper.holdId()
     const nums = [this.timeout, this.retries, this.delay, this.serverTimeout, this.retryJitter,
-      ae === null ? 0 : F_KEEP, this._holdId, ae === null ? 0 : keeper.envId(),
+      this._flags(), this._holdId, ae === null ? 0 : keeper.envId(),
       keeper.maxLagMs(ae, this.timeout), ae === null ? 0 : (ae.maxHoldMs || 0)]
     const p = this._run(settleAcquire, key, OP_ACQUIRE, nums)
     return fn === undefined ? p : p.nodeify(fn)
@@ -255,7 +257,7 @@ class QuorumLock {
   }
 
   _flags () {
-    return this._autoExtend === null ? 0 : F_KEEP
+    return (this._autoExtend === null ? 0 : F_KEEP) | (this._wake ? F_WAKE : 0)
   }
 
   _run (settle, key, op, nums) {

@@ -21,9 +21,12 @@ use std::time::{Duration, Instant};
 use futures_util::future::{join_all, select, Either};
 use redis::aio::ConnectionLike;
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 use crate::lock::{self, Retries, MAX_MS};
 use crate::timer::Timer;
+use crate::wakeups::{AnyRelease, Wakeups};
 
 /// What one server did in one step.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,6 +179,12 @@ where
 
 /// Takes `key` for `token` on a majority of the `n` servers, retrying as
 /// `opts` says. `random` gives a number in 0..1 for the jitter.
+///
+/// With `wake` (each server's wake-up source and the release channel), a
+/// waiter subscribes on every server after its first failed attempt and
+/// tries again at once; then each pause also ends when a release is
+/// announced on any server, for an attempt that does not count as a retry.
+/// The pauses keep their schedule, as for one server (`lock::acquire_with`).
 #[allow(clippy::too_many_arguments)]
 pub async fn acquire<C, F, Fut>(
     n: usize,
@@ -185,6 +194,7 @@ pub async fn acquire<C, F, Fut>(
     token: &str,
     opts: &QuorumOptions,
     random: &(dyn Fn() -> f64 + Sync),
+    wake: Option<(&[Arc<Wakeups>], &str)>,
 ) -> Result<Report>
 where
     C: ConnectionLike,
@@ -194,58 +204,116 @@ where
     check(n, key, opts.ttl_ms)?;
     let mut left = opts.retries;
     let mut attempts = 0;
+    let mut sub: Option<AnyRelease> = None;
+    let done = |mut r: Report, attempts: u64| {
+        r.attempts = attempts;
+        Ok(r)
+    };
     loop {
         attempts += 1;
-        let started = Instant::now();
-        let outcomes = on_all(
-            n,
-            &connect,
-            timer,
-            opts.server_timeout,
-            |mut c: C| async move { lock::try_acquire(&mut c, key, token, opts.ttl_ms).await },
-        )
-        .await
-        .into_iter()
-        .map(|o| match o {
-            Outcome::Done => Outcome::Acquired,
-            Outcome::NotOurs => Outcome::Held,
-            other => other,
-        })
-        .collect::<Vec<_>>();
-        let validity = validity_ms(opts.ttl_ms, started.elapsed());
-        let got = outcomes.iter().filter(|o| o.ok()).count();
-        if got >= majority(n) && validity > 0 {
-            return Ok(Report {
-                granted: true,
-                validity_ms: validity,
-                outcomes,
-                attempts,
-                started,
-            });
-        }
-        // Give back what this attempt may have taken (a timed-out SET may
-        // have landed too), everywhere at once.
-        if outcomes.iter().any(|o| !matches!(o, Outcome::Held)) {
-            release_all(n, &connect, timer, opts.server_timeout, key, token).await;
+        let report = attempt(n, &connect, timer, key, token, opts).await;
+        if report.granted {
+            return done(report, attempts);
         }
         left = match left {
-            Retries::Count(0) => {
-                return Ok(Report {
-                    granted: false,
-                    validity_ms: validity,
-                    outcomes,
-                    attempts,
-                    started,
-                })
-            }
+            Retries::Count(0) => return done(report, attempts),
             Retries::Count(k) => Retries::Count(k - 1),
             Retries::Forever => Retries::Forever,
         };
-        let jitter = opts.jitter.mul_f64(random().clamp(0.0, 1.0));
-        let pause = opts.delay + jitter;
-        if !pause.is_zero() {
-            timer.sleep(pause).await;
+        if let (None, Some((sources, channel))) = (&sub, wake) {
+            if let Some(mut s) = AnyRelease::subscribe(sources, channel).await {
+                // Subscribed now: a release since the failed attempt is
+                // caught by this one.
+                s.mark();
+                attempts += 1;
+                let report = attempt(n, &connect, timer, key, token, opts).await;
+                if report.granted {
+                    return done(report, attempts);
+                }
+                sub = Some(s);
+            }
         }
+        let jitter = opts.jitter.mul_f64(random().clamp(0.0, 1.0));
+        let until = Instant::now() + opts.delay + jitter;
+        loop {
+            let rest = until.saturating_duration_since(Instant::now());
+            if rest.is_zero() {
+                break;
+            }
+            let Some(s) = sub.as_mut() else {
+                timer.sleep(rest).await;
+                break;
+            };
+            let woke = {
+                let woken = std::pin::pin!(s.wait());
+                match select(woken, timer.sleep(rest)).await {
+                    Either::Left((Ok(()), _)) => Some(true),
+                    Either::Left((Err(_), _)) => Some(false),
+                    Either::Right(_) => None,
+                }
+            };
+            match woke {
+                Some(true) => {
+                    s.mark();
+                    attempts += 1;
+                    let report = attempt(n, &connect, timer, key, token, opts).await;
+                    if report.granted {
+                        return done(report, attempts);
+                    }
+                }
+                // Every subscriber failed: poll for the rest of the pause.
+                Some(false) => sub = None,
+                None => break,
+            }
+        }
+    }
+}
+
+/// One attempt: `SET NX` on every server at once; granted on a majority
+/// with validity left, else what it took is given back everywhere.
+async fn attempt<C, F, Fut>(
+    n: usize,
+    connect: &F,
+    timer: &dyn Timer,
+    key: &str,
+    token: &str,
+    opts: &QuorumOptions,
+) -> Report
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    let started = Instant::now();
+    let outcomes = on_all(
+        n,
+        connect,
+        timer,
+        opts.server_timeout,
+        |mut c: C| async move { lock::try_acquire(&mut c, key, token, opts.ttl_ms).await },
+    )
+    .await
+    .into_iter()
+    .map(|o| match o {
+        Outcome::Done => Outcome::Acquired,
+        Outcome::NotOurs => Outcome::Held,
+        other => other,
+    })
+    .collect::<Vec<_>>();
+    let validity = validity_ms(opts.ttl_ms, started.elapsed());
+    let got = outcomes.iter().filter(|o| o.ok()).count();
+    let granted = got >= majority(n) && validity > 0;
+    // Give back what this attempt may have taken (a timed-out SET may
+    // have landed too), everywhere at once.
+    if !granted && outcomes.iter().any(|o| !matches!(o, Outcome::Held)) {
+        release_all(n, connect, timer, opts.server_timeout, key, token, None).await;
+    }
+    Report {
+        granted,
+        validity_ms: validity,
+        outcomes,
+        attempts: 1,
+        started,
     }
 }
 
@@ -268,7 +336,7 @@ where
 {
     let report = extend_on_all(n, &connect, timer, key, token, ms, server_timeout).await?;
     if !report.granted {
-        release_all(n, &connect, timer, server_timeout, key, token).await;
+        release_all(n, &connect, timer, server_timeout, key, token, None).await;
     }
     Ok(report)
 }
@@ -357,8 +425,10 @@ where
     })
 }
 
-/// Deletes `key` wherever it carries `token`. Granted when a majority
+/// Deletes `key` wherever it carries `token`, announcing each delete on
+/// channel `announce` if given (`wakeOnRelease`). Granted when a majority
 /// confirmed the delete (the others expire by TTL).
+#[allow(clippy::too_many_arguments)]
 pub async fn release<C, F, Fut>(
     n: usize,
     connect: F,
@@ -366,6 +436,7 @@ pub async fn release<C, F, Fut>(
     key: &str,
     token: &str,
     server_timeout: Duration,
+    announce: Option<&str>,
 ) -> Result<Report>
 where
     C: ConnectionLike,
@@ -374,7 +445,7 @@ where
 {
     check(n, key, 1)?;
     let started = Instant::now();
-    let outcomes = release_all(n, &connect, timer, server_timeout, key, token).await;
+    let outcomes = release_all(n, &connect, timer, server_timeout, key, token, announce).await;
     let got = outcomes.iter().filter(|o| o.ok()).count();
     Ok(Report {
         granted: got >= majority(n),
@@ -392,6 +463,7 @@ async fn release_all<C, F, Fut>(
     server_timeout: Duration,
     key: &str,
     token: &str,
+    announce: Option<&str>,
 ) -> Vec<Outcome>
 where
     C: ConnectionLike,
@@ -399,7 +471,10 @@ where
     Fut: Future<Output = Result<C>>,
 {
     on_all(n, connect, timer, server_timeout, |mut c: C| async move {
-        lock::release(&mut c, key, token).await
+        match announce {
+            Some(channel) => lock::release_announced(&mut c, key, token, channel, false).await,
+            None => lock::release(&mut c, key, token).await,
+        }
     })
     .await
 }

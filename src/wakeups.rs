@@ -546,6 +546,51 @@ impl Subscription {
     }
 }
 
+/// Subscriptions to one channel on several servers (a Redlock waiter's):
+/// a release announced on any of them ends [`wait`](Self::wait).
+pub struct AnyRelease {
+    subs: Vec<Subscription>,
+}
+
+impl AnyRelease {
+    /// Subscribes to `channel` on every source that answers; `None` when
+    /// none did (the waiter then polls).
+    pub async fn subscribe(sources: &[Arc<Wakeups>], channel: &str) -> Option<AnyRelease> {
+        let tries = futures_util::future::join_all(sources.iter().map(|w| w.subscribe(channel)));
+        let subs: Vec<Subscription> = tries.await.into_iter().filter_map(|s| s.ok()).collect();
+        (!subs.is_empty()).then_some(AnyRelease { subs })
+    }
+
+    /// Call before each attempt (see [`Subscription::mark`]).
+    pub fn mark(&mut self) {
+        for s in &mut self.subs {
+            s.mark();
+        }
+    }
+
+    /// Returns once a release was seen on any server since [`mark`](Self::mark);
+    /// a server whose subscriber failed is dropped, and an error comes back
+    /// only when none is left.
+    pub async fn wait(&mut self) -> Result<()> {
+        loop {
+            let (outcome, failed) = {
+                let waits = self.subs.iter_mut().map(|s| Box::pin(s.wait()));
+                let (outcome, index, _) = futures_util::future::select_all(waits).await;
+                (outcome, index)
+            };
+            match outcome {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    self.subs.swap_remove(failed);
+                    if self.subs.is_empty() {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Drop for Subscription {
     fn drop(&mut self) {
         let last = {

@@ -62,6 +62,10 @@ async function beyond (): Promise<bigint | null> {
     await quorum.acquire('job')
     const valid: number = quorum.validityMs()
     await quorum.extend(5000)
+    const kept: QuorumLock = createLock(['redis://a', 'redis://b', 'redis://c'], { autoExtend: { maxHoldMs: 60000 }, wakeOnRelease: true })
+    await kept.acquire('job')
+    const lost: AbortSignal | null = kept.signal
+    console.log(lost?.aborted)
     await quorum.release()
     console.log(valid)
   } catch (err) {
@@ -72,6 +76,8 @@ async function beyond (): Promise<bigint | null> {
   }
   // @ts-expect-error a quorum lock has no fencing option
   createLock(['redis://a', 'redis://b'], { fencing: true })
+  // @ts-expect-error a quorum lock's signal is read-only
+  quorum.signal = null
   // @ts-expect-error autoExtend bounds are numbers
   createLock('redis://x', { autoExtend: { maxHoldMs: '1m' } })
   // @ts-expect-error fencing is a boolean

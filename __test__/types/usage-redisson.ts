@@ -6,6 +6,8 @@ import { Redisson, TimeUnit, RedissonLockError, type IRLock, type IRedissonConfi
 const config: IRedissonConfig = { redis: { options: { host: '127.0.0.1', port: 6379 } }, lockWatchdogTimeout: 30000n }
 const redisson = new Redisson(config)
 const fromClient = new Redisson({ redis: { client: 'redis://127.0.0.1:6379' }, eventAdapter: 'streams', lockWatchdogTimeout: 1000 })
+const acknowledged = new Redisson({ redis: { options: { port: 6379 } }, replicas: 1, replicaTimeout: 500 })
+void acknowledged.getLock('acked')
 
 async function use (): Promise<void> {
   const lock: IRLock = redisson.getLock('name', 'client')

@@ -38,7 +38,7 @@ const KEEP: u32 = 4;
 
 /// Helper names, in the lock key's hash slot (see keys.rs).
 const FENCING_SUFFIX: &str = "redislock-rs:fencing";
-const RELEASED_SUFFIX: &str = "redislock-rs:released";
+pub(crate) const RELEASED_SUFFIX: &str = "redislock-rs:released";
 
 pub(crate) struct Request {
     op: u32,

@@ -9,13 +9,14 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 
 use super::done::Reply;
-use super::redisson::rt;
+use super::redisson::{poke, rt, wakeups};
 use super::Target;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
 use crate::lock::AcquireOptions;
 use crate::quorum::{self, QuorumOptions, Report, Step};
 use crate::timer::Timer;
+use crate::wakeups::Source;
 
 /// The operation codes JavaScript passes (lib/quorum.js).
 const ACQUIRE: u32 = 0;
@@ -23,7 +24,13 @@ const RELEASE: u32 = 1;
 const EXTEND: u32 = 2;
 
 /// Option bits (those of lockx.rs that a quorum lock takes).
+const WAKE: u32 = 2;
 const KEEP: u32 = 4;
+
+/// The release channel of `key` (as for one server: lockx.rs).
+fn channel(key: &str) -> Result<String> {
+    crate::keys::companion(key, super::lockx::RELEASED_SUFFIX, "release channel")
+}
 
 /// The keeper's name for a quorum lock: its key and token on the first
 /// server (tokens are one lock object's own, so this names no other lock).
@@ -108,7 +115,21 @@ where
                 server_timeout: server_timeout(num(3), base.ttl_ms, &targets)?,
                 jitter: Duration::from_millis(jitter.min(3_600_000.0) as u64),
             };
-            let keep = bits(num(5))? & KEEP != 0;
+            let flags = bits(num(5))?;
+            let keep = flags & KEEP != 0;
+            // Waiters only: one attempt never waits.
+            let waits = !matches!(opts.retries, crate::lock::Retries::Count(0));
+            let (sources, channel) = match flags & WAKE != 0 && waits {
+                true => {
+                    let sources = targets
+                        .iter()
+                        .map(|t| wakeups(t, Source::PubSub))
+                        .collect::<Result<Vec<_>>>()?;
+                    (sources, Some(channel(key)?))
+                }
+                false => (Vec::new(), None),
+            };
+            let wake = channel.as_deref().map(|c| (&sources[..], c));
             let watch = match keep {
                 true => Some(super::lockx::watch(
                     bits(num(7))?,
@@ -118,7 +139,8 @@ where
                 )?),
                 false => None,
             };
-            let report = quorum::acquire(n, connect, timer, key, token, &opts, &random).await?;
+            let report =
+                quorum::acquire(n, connect, timer, key, token, &opts, &random, wake).await?;
             if let (true, Some(w)) = (report.granted, watch) {
                 let servers = Servers::Quorum {
                     servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
@@ -157,16 +179,26 @@ where
         RELEASE => {
             let ttl = crate::lock::positive_int(num(0)).unwrap_or(10_000);
             let within = server_timeout(num(1), ttl, &targets)?;
-            let paused = match bits(num(2))? & KEEP {
+            let flags = bits(num(2))?;
+            let paused = match flags & KEEP {
                 0 => None,
                 _ => keeper::pause(&held(&targets, key, token)?).await,
             };
-            let report = quorum::release(n, connect, timer, key, token, within).await;
+            let announce = (flags & WAKE != 0).then(|| channel(key)).transpose()?;
+            let report =
+                quorum::release(n, connect, timer, key, token, within, announce.as_deref()).await;
             // Released, not ours, or unknown: no renewal either way.
             if let Some(p) = paused {
                 p.stop();
             }
-            (Step::Release, report?)
+            let report = report?;
+            if let (Some(c), true) = (&announce, report.granted) {
+                // Waiters of this process need not wait for Redis's word.
+                for t in &targets {
+                    poke(t, Source::PubSub, c);
+                }
+            }
+            (Step::Release, report)
         }
         other => {
             return Err(Error::InvalidArgument(format!(
