@@ -70,6 +70,36 @@ test('an ioredis Cluster (with keyPrefix) and a node-redis cluster client are re
   }
 })
 
+test('a password-protected cluster: the credentials are read from a connected node-redis cluster client and an ioredis Cluster', async () => {
+  const secured = await startCluster({ masters: 3, password: 'cluster-secret' })
+  const nodeCluster = createCluster({ rootNodes: [{ url: `redis://${secured.seeds[0]}` }], defaults: { password: 'cluster-secret' } })
+  nodeCluster.on('error', () => {})
+  const ioCluster = new IORedis.Cluster([{ host: '127.0.0.1', port: Number(secured.seeds[0].split(':')[1]) }], { redisOptions: { password: 'cluster-secret' } })
+  try {
+    await nodeCluster.connect()
+    const a = R.createLock(nodeCluster, { timeout: 5000 })
+    const b = R.createLock(ioCluster, { timeout: 5000 })
+    for (let i = 0; i < 6; i++) {
+      const key = `cluster:secured:${i}`
+      await a.acquire(key)
+      assert.equal(await nodeCluster.get(key), a._id)
+      await assert.rejects(b.acquire(key), { name: 'LockAcquisitionError' })
+      await a.release()
+      await b.acquire(key)
+      await b.release()
+    }
+    // Without the password: refused by the servers, with a clear error.
+    const anonymous = R.createLock({ cluster: secured.seeds, connectTimeout: 500 })
+    const err = await anonymous.acquire('cluster:secured:x').catch((e) => e)
+    assert.ok(err instanceof R.LockAcquisitionError, String(err))
+    assert.match(String(err.message) + String(err.cause && err.cause.message), /NOAUTH|auth|AUTH/)
+  } finally {
+    await nodeCluster.disconnect().catch(() => {})
+    ioCluster.disconnect()
+    await secured.stop()
+  }
+})
+
 test('fencing counters share the key\'s slot; autoExtend renews through the cluster', async () => {
   const lock = R.createLock({ cluster: cluster.seeds }, { timeout: 600, fencing: true, autoExtend: true })
   const tokens = []

@@ -11,7 +11,7 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { execFile } = require('child_process')
-const { startRedis, ask } = require('./redis')
+const { startRedis, askWith } = require('./redis')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -24,12 +24,12 @@ function run (cmd, args) {
   })
 }
 
-async function clusterState (port) {
+async function clusterState (ask, port) {
   return (await ask(port, 'CLUSTER', 'INFO')) || ''
 }
 
 /** The port of the node `port` believes serves `slot` (null if unknown). */
-async function slotOwner (port, slot) {
+async function slotOwner (ask, port, slot) {
   const ranges = await ask(port, 'CLUSTER', 'SLOTS')
   const hit = Array.isArray(ranges) && ranges.find(([from, to]) => slot >= from && slot <= to)
   return hit ? hit[2][1] : null
@@ -46,16 +46,19 @@ async function startCluster (options = {}) {
   }
 }
 
-async function build ({ masters = 3, replicas = 0 }, nodes) {
+async function build ({ masters = 3, replicas = 0, password }, nodes) {
+  // With `password`, every node requires it (and replicas use it too).
+  const ask = (port, ...command) => askWith(password ? { password } : {}, port, ...command)
+  const auth = password ? ['--requirepass', password, '--masterauth', password] : []
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redislock-rs-cluster-'))
   for (let i = 0; i < masters * (1 + replicas); i++) {
     const own = fs.mkdtempSync(path.join(dir, 'node-'))
     nodes.push(await startRedis({
       args: ['--cluster-enabled', 'yes', '--cluster-config-file', path.join(own, 'nodes.conf'),
-        '--cluster-node-timeout', '1000', '--dir', own, '--repl-diskless-sync-delay', '0']
+        '--cluster-node-timeout', '1000', '--dir', own, '--repl-diskless-sync-delay', '0', ...auth]
     }))
   }
-  await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
+  await run('redis-cli', [...(password ? ['-a', password, '--no-auth-warning'] : []), '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
     '--cluster-replicas', String(replicas), '--cluster-yes'])
   const cluster = {
     nodes,
@@ -64,7 +67,7 @@ async function build ({ masters = 3, replicas = 0 }, nodes) {
     async settled (timeoutMs = 20000) {
       const deadline = Date.now() + timeoutMs
       for (;;) {
-        const states = await Promise.all(nodes.filter((n) => n.pid).map((n) => clusterState(n.port)))
+        const states = await Promise.all(nodes.filter((n) => n.pid).map((n) => clusterState(ask, n.port)))
         if (states.every((s) => /cluster_state:ok/.test(s))) return
         if (Date.now() > deadline) throw new Error('the cluster did not settle')
         await sleep(100)
@@ -78,7 +81,7 @@ async function build ({ masters = 3, replicas = 0 }, nodes) {
       const deadline = Date.now() + timeoutMs
       for (;;) {
         const live = nodes.filter((n) => n.pid)
-        const owners = await Promise.all(live.map((n) => slotOwner(n.port, slot)))
+        const owners = await Promise.all(live.map((n) => slotOwner(ask, n.port, slot)))
         if (owners.every((p) => p !== null && p !== deadPort)) return cluster.settled(Math.max(1000, deadline - Date.now()))
         if (Date.now() > deadline) throw new Error(`slot ${slot} did not fail over`)
         await sleep(100)

@@ -111,8 +111,13 @@ function useRedis (options = {}) {
  * while it changes).
  */
 async function ask (port, ...command) {
+  return askWith({}, port, ...command)
+}
+
+/** `ask` with connection options (e.g. `{ password }`). */
+async function askWith (options, port, ...command) {
   const IORedis = require('ioredis')
-  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  const c = new IORedis({ ...options, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
   c.on('error', () => {})
   try {
     await c.connect()
@@ -124,4 +129,4 @@ async function ask (port, ...command) {
   }
 }
 
-module.exports = { startRedis, freePort, useRedis, ask }
+module.exports = { startRedis, freePort, useRedis, ask, askWith }
