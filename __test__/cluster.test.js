@@ -15,6 +15,10 @@ const { createCluster } = require('redis4')
 const R = require('..')
 const RS = require('../redisson')
 const { startCluster } = require('./helpers/cluster')
+const { makeCertificates } = require('./helpers/tls')
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
 
 let cluster
 let check
@@ -97,6 +101,33 @@ test('a password-protected cluster: the credentials are read from a connected no
     await nodeCluster.disconnect().catch(() => {})
     ioCluster.disconnect()
     await secured.stop()
+  }
+})
+
+test('a TLS-only cluster with a custom CA: { cluster, tls: { ca } } and an ioredis Cluster with the same trust', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redislock-rs-cluster-tls-'))
+  const certs = makeCertificates(dir)
+  const secured = await startCluster({ masters: 3, tlsDir: dir })
+  const ioCluster = new IORedis.Cluster([{ host: '127.0.0.1', port: Number(secured.seeds[0].split(':')[1]) }], { redisOptions: { tls: { ca: certs.ca } } })
+  try {
+    const a = R.createLock({ cluster: secured.seeds, tls: { ca: certs.ca } }, { timeout: 5000 })
+    const b = R.createLock(ioCluster, { timeout: 5000 })
+    for (let i = 0; i < 6; i++) {
+      const key = `cluster:tls:${i}`
+      await a.acquire(key)
+      assert.equal(await ioCluster.get(key), a._id)
+      await assert.rejects(b.acquire(key), { name: 'LockAcquisitionError' })
+      await a.release()
+      await b.acquire(key)
+      await b.release()
+    }
+    // An unrelated CA is not enough: verification stays on.
+    const untrusting = R.createLock({ cluster: secured.seeds, tls: { ca: certs.other }, connectTimeout: 1000 })
+    await assert.rejects(untrusting.acquire('cluster:tls:x'), { name: 'LockAcquisitionError' })
+  } finally {
+    ioCluster.disconnect()
+    await secured.stop()
+    fs.rmSync(dir, { recursive: true, force: true })
   }
 })
 

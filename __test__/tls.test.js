@@ -11,28 +11,11 @@ const assert = require('node:assert')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { execFileSync } = require('child_process')
 const Redis = require('ioredis')
 const { startRedis, freePort } = require('./helpers/redis')
+const { makeCertificates } = require('./helpers/tls')
 const redislock = require('..')
 const { LockAcquisitionError } = redislock
-
-function makeCertificates (dir) {
-  const run = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })
-  run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=redislock-rs test CA')
-  run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost')
-  fs.writeFileSync(path.join(dir, 'ext.cnf'),
-    'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' +
-    'keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n')
-  run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial',
-    '-out', 'server.crt', '-days', '1', '-extfile', 'ext.cnf')
-  // A second, unrelated CA: trusting it must not be enough.
-  run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other.key', '-out', 'other.crt', '-days', '1', '-subj', '/CN=unrelated CA')
-  return {
-    ca: fs.readFileSync(path.join(dir, 'ca.crt'), 'utf8'),
-    other: fs.readFileSync(path.join(dir, 'other.crt'), 'utf8')
-  }
-}
 
 describe('TLS (rediss://)', () => {
   let dir, certs, srv, tlsPort, raw

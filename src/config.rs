@@ -290,16 +290,14 @@ impl Endpoint {
             b = b.password(pass);
         }
         if let Some(tls) = &self.tls {
-            if tls.ca.is_some() || tls.cert.is_some() || tls.key.is_some() {
-                return Err(Error::InvalidArgument(
-                    "Redis Cluster over TLS with a custom CA or client certificate is not supported yet".into(),
-                ));
-            }
             b = b.tls(if tls.reject_unauthorized {
                 redis::TlsMode::Secure
             } else {
                 redis::TlsMode::Insecure
             });
+            if let Some(certs) = custom_certs(tls)? {
+                b = b.certs(certs);
+            }
         }
         Ok(b)
     }
@@ -442,36 +440,38 @@ impl Endpoint {
     /// certificates when given.
     pub(crate) fn client(&self) -> Result<redis::Client> {
         let info = self.connection_info()?;
-        let custom_tls = self
-            .tls
-            .as_ref()
-            .filter(|t| t.ca.is_some() || t.cert.is_some() || t.key.is_some());
-        let client = match custom_tls {
+        let client = match self.tls.as_ref().map(custom_certs).transpose()?.flatten() {
             None => redis::Client::open(info),
-            Some(tls) => {
-                let client_tls = match (&tls.cert, &tls.key) {
-                    (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
-                        client_cert: cert.clone().into_bytes(),
-                        client_key: key.clone().into_bytes(),
-                    }),
-                    (None, None) => None,
-                    _ => {
-                        return Err(Error::InvalidArgument(
-                            "TLS client certificate and key must be given together".into(),
-                        ))
-                    }
-                };
-                let certs = redis::TlsCertificates {
-                    client_tls,
-                    root_cert: tls.ca.clone().map(String::into_bytes),
-                };
-                redis::Client::build_with_tls(info, certs)
-            }
+            Some(certs) => redis::Client::build_with_tls(info, certs),
         };
         // The detail of a TLS/PEM parse error holds no credentials.
         client
             .map_err(|e| Error::InvalidArgument(format!("Invalid Redis connection settings: {e}")))
     }
+}
+
+/// The custom TLS roots and client certificate of `tls`, as the `redis`
+/// crate takes them; `None` when neither is given (the system's roots).
+fn custom_certs(tls: &TlsSettings) -> Result<Option<redis::TlsCertificates>> {
+    if tls.ca.is_none() && tls.cert.is_none() && tls.key.is_none() {
+        return Ok(None);
+    }
+    let client_tls = match (&tls.cert, &tls.key) {
+        (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
+            client_cert: cert.clone().into_bytes(),
+            client_key: key.clone().into_bytes(),
+        }),
+        (None, None) => None,
+        _ => {
+            return Err(Error::InvalidArgument(
+                "TLS client certificate and key must be given together".into(),
+            ))
+        }
+    };
+    Ok(Some(redis::TlsCertificates {
+        client_tls,
+        root_cert: tls.ca.clone().map(String::into_bytes),
+    }))
 }
 
 fn build_cluster(b: redis::cluster::ClusterClientBuilder) -> Result<redis::cluster::ClusterClient> {

@@ -11,7 +11,8 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { execFile } = require('child_process')
-const { startRedis, askWith } = require('./redis')
+const { startRedis, freePort, askWith } = require('./redis')
+const { tlsServerArgs } = require('./tls')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -46,19 +47,27 @@ async function startCluster (options = {}) {
   }
 }
 
-async function build ({ masters = 3, replicas = 0, password }, nodes) {
+async function build ({ masters = 3, replicas = 0, password, tlsDir }, nodes) {
   // With `password`, every node requires it (and replicas use it too).
-  const ask = (port, ...command) => askWith(password ? { password } : {}, port, ...command)
+  // With `tlsDir` (helpers/tls.js certificates), nodes speak TLS only, to
+  // clients and to each other.
+  const ca = tlsDir ? fs.readFileSync(path.join(tlsDir, 'ca.crt'), 'utf8') : null
+  const askOptions = { ...(password ? { password } : {}), ...(ca ? { tls: { ca } } : {}) }
+  const ask = (port, ...command) => askWith(askOptions, port, ...command)
   const auth = password ? ['--requirepass', password, '--masterauth', password] : []
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redislock-rs-cluster-'))
   for (let i = 0; i < masters * (1 + replicas); i++) {
     const own = fs.mkdtempSync(path.join(dir, 'node-'))
+    const port = await freePort()
+    const tls = tlsDir ? [...tlsServerArgs(tlsDir, port), '--tls-cluster', 'yes', '--tls-replication', 'yes'] : []
     nodes.push(await startRedis({
+      port,
       args: ['--cluster-enabled', 'yes', '--cluster-config-file', path.join(own, 'nodes.conf'),
-        '--cluster-node-timeout', '1000', '--dir', own, '--repl-diskless-sync-delay', '0', ...auth]
+        '--cluster-node-timeout', '1000', '--dir', own, '--repl-diskless-sync-delay', '0', ...auth, ...tls]
     }))
   }
-  await run('redis-cli', [...(password ? ['-a', password, '--no-auth-warning'] : []), '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
+  const cliTls = tlsDir ? ['--tls', '--cacert', path.join(tlsDir, 'ca.crt')] : []
+  await run('redis-cli', [...(password ? ['-a', password, '--no-auth-warning'] : []), ...cliTls, '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
     '--cluster-replicas', String(replicas), '--cluster-yes'])
   const cluster = {
     nodes,
