@@ -108,4 +108,5 @@ test('locks go to the primary Sentinel names, through options and an ioredis Sen
 test('Sentinel settings are checked', () => {
   assert.throws(() => R.createLock({ sentinels: [], name: 'mymaster' }), TypeError)
   assert.throws(() => R.createLock({ sentinels: ['127.0.0.1:1'] }), /name/)
+  assert.throws(() => R.createLock({ sentinels: ['127.0.0.1:1'], name: 'mymaster', tls: { ca: 'PEM' } }), /custom TLS CA or client certificate/)
 })

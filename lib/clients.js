@@ -361,7 +361,12 @@ function fromSentinel (value) {
     connectTimeout: int(o.connectTimeout),
     commandTimeout: int(o.commandTimeout)
   }
-  return { out: tlsFields(o.tls, out), prefix: keyPrefix(isIORedis ? o.keyPrefix : (o.keyPrefix !== undefined ? o.keyPrefix : o.prefix), value) }
+  const withTls = tlsFields(o.tls, out)
+  if (withTls.tlsCa !== undefined || withTls.tlsCert !== undefined || withTls.tlsKey !== undefined) {
+    // The redis crate's Sentinel lookup takes a TLS mode but no certificates.
+    throw invalidClient(value, 'Sentinel settings with a custom TLS CA or client certificate (not supported behind Sentinel: use tls: true with certificates the system trusts)')
+  }
+  return { out: withTls, prefix: keyPrefix(isIORedis ? o.keyPrefix : (o.keyPrefix !== undefined ? o.keyPrefix : o.prefix), value) }
 }
 
 function readTarget (value) {
