@@ -95,6 +95,11 @@ export interface ConnectOptions {
   sentinelName?: string
   sentinelUsername?: string
   sentinelPassword?: string
+  /**
+   * A node-redis Sentinel client's primary (`host:port`) when its name is
+   * not known: the name is asked of the sentinels.
+   */
+  sentinelPrimary?: string
 }
 
 /** How an endpoint is named in errors (`host:port/db`, `unix:path/db`). */

@@ -14,6 +14,7 @@ const IORedis = require('ioredis')
 const R = require('..')
 const RS = require('../redisson')
 const { startSentinels } = require('./helpers/sentinel')
+const { createSentinel } = require('redis')
 
 let setup
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -71,7 +72,7 @@ test('the Redisson face behind Sentinel: node-redisson options with sentinels, r
   }
 })
 
-test('locks go to the primary Sentinel names, through options and an ioredis Sentinel client; a failover is followed', async () => {
+test('locks go to the primary Sentinel names, through options, an ioredis and a node-redis Sentinel client; a failover is followed', async () => {
   const opts = { sentinels: setup.addresses, name: setup.name, connectTimeout: 1000, commandTimeout: 1000 }
   const lock = R.createLock(opts, { timeout: 20000, retries: 100, delay: 100 })
   await lock.acquire('sentinel:a')
@@ -84,6 +85,20 @@ test('locks go to the primary Sentinel names, through options and an ioredis Sen
   assert.equal(await get(setup.primary.port, 'app:sentinel:b'), viaClient._id)
   await viaClient.release()
   client.disconnect()
+
+  // node-redis createSentinel(): its name and options are private; the
+  // sentinel and primary it connected to are read, the name is asked of the
+  // sentinels (one sentinel given: the others are learned from it).
+  const nodeSentinel = createSentinel({ name: setup.name, sentinelRootNodes: [{ host: '127.0.0.1', port: Number(setup.addresses[1].split(':')[1]) }] })
+  nodeSentinel.on('error', () => {})
+  assert.throws(() => R.createLock(nodeSentinel), /call connect\(\) first/)
+  await nodeSentinel.connect()
+  const viaNodeRedis = R.createLock(nodeSentinel, { timeout: 20000, retries: 100, delay: 100 })
+  await viaNodeRedis.acquire('sentinel:c')
+  assert.equal(await get(setup.primary.port, 'sentinel:c'), viaNodeRedis._id)
+  assert.equal(await nodeSentinel.get('sentinel:c'), viaNodeRedis._id, 'the client and the lock see the same primary')
+  await viaNodeRedis.release()
+  await nodeSentinel.close()
 
   // An acknowledged lock, then the primary dies.
   const acked = R.createLock(opts, { timeout: 20000, replicas: 1, replicaTimeout: 500 })
@@ -101,6 +116,9 @@ test('locks go to the primary Sentinel names, through options and an ioredis Sen
   await lock.acquire('sentinel:after')
   assert.equal(await get(setup.replica.port, 'sentinel:after'), lock._id)
   await lock.release()
+  await viaNodeRedis.acquire('sentinel:after-c')
+  assert.equal(await get(setup.replica.port, 'sentinel:after-c'), viaNodeRedis._id, 'the node-redis Sentinel lock followed the failover')
+  await viaNodeRedis.release()
   assert.equal(await get(setup.replica.port, 'sentinel:acked'), acked._id, 'the acknowledged lock survived the failover')
   await acked.release()
 })

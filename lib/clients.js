@@ -224,7 +224,7 @@ function classNames (value) {
  */
 function unsupportedTopology (client) {
   const names = classNames(client)
-  if (names.some((n) => /Sentinel/.test(n))) return 'a node-redis Sentinel client (its settings are private: give { sentinels: [host:port, ...], name, password })'
+  if (names.some((n) => /Sentinel/.test(n)) && !isNodeRedisSentinel(client)) return 'a node-redis Sentinel client of a kind we cannot read (give { sentinels: [host:port, ...], name, password })'
   const opts = client.options
   const sentinel = opts !== null && typeof opts === 'object' && opts.sentinels !== undefined && opts.sentinels !== null
   if (opts !== null && typeof opts === 'object') {
@@ -339,6 +339,7 @@ function nodeDefaults (node) {
  * client built with those options. `null` when `value` is neither.
  */
 function fromSentinel (value) {
+  if (isNodeRedisSentinel(value)) return fromNodeRedisSentinel(value)
   const isIORedis = typeof value.sendCommand === 'function' && typeof value.defineCommand === 'function'
   const o = isIORedis ? value.options : value
   if (o === null || typeof o !== 'object' || o.sentinels === undefined || o.sentinels === null) return null
@@ -367,6 +368,28 @@ function fromSentinel (value) {
     throw invalidClient(value, 'Sentinel settings with a custom TLS CA or client certificate (not supported behind Sentinel: use tls: true with certificates the system trusts)')
   }
   return { out: withTls, prefix: keyPrefix(isIORedis ? o.keyPrefix : (o.keyPrefix !== undefined ? o.keyPrefix : o.prefix), value) }
+}
+
+/** A node-redis `createSentinel()` client (v5+): its nodes are public, its options are not. */
+function isNodeRedisSentinel (value) {
+  return typeof value.getSentinelNode === 'function' && typeof value.getMasterNode === 'function'
+}
+
+/**
+ * A connected node-redis Sentinel client: the sentinel it talks to and the
+ * primary it uses are public; the primary's name is then asked of the
+ * sentinels natively (with every sentinel they know of). Its credentials,
+ * TLS and database are private: a protected setup needs
+ * `{ sentinels, name, password }`.
+ */
+function fromNodeRedisSentinel (value) {
+  const sentinel = value.getSentinelNode()
+  const primary = value.getMasterNode()
+  const at = (n) => (n && typeof n.host === 'string' && Number.isInteger(n.port) ? `${n.host}:${n.port}` : null)
+  if (at(sentinel) === null || at(primary) === null) {
+    throw invalidClient(value, 'a node-redis Sentinel client that has not connected yet (call connect() first: its nodes are known only then)')
+  }
+  return { out: { sentinels: [at(sentinel)], sentinelPrimary: at(primary) }, prefix: '' }
 }
 
 function readTarget (value) {

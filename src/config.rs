@@ -2,6 +2,8 @@
 //! URL and/or explicit fields, validated once, then turned into the `redis`
 //! crate's connection settings.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use redis::{ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo};
@@ -63,15 +65,24 @@ pub struct EndpointSpec {
     pub sentinel_name: Option<String>,
     pub sentinel_username: Option<String>,
     pub sentinel_password: Option<String>,
+    /// Sentinel without a name: `host:port` of the primary a node-redis
+    /// Sentinel client was connected to; the name is asked of the sentinels.
+    pub sentinel_primary: Option<String>,
 }
+
+/// A nameless Sentinel spec's primary name and every sentinel known.
+type Learned = (String, Vec<(String, u16)>);
 
 /// Where Sentinel says the primary is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SentinelSpec {
     pub nodes: Vec<(String, u16)>,
+    /// The primary's name; empty when it is to be learned (`hint`).
     pub name: String,
     pub username: Option<String>,
     pub password: Option<String>,
+    /// With no name: the primary's address when the lock was made.
+    pub hint: Option<(String, u16)>,
 }
 
 /// Where a server listens.
@@ -164,13 +175,17 @@ impl Endpoint {
             endpoint.apply_cluster(nodes)?;
         }
         if let Some(nodes) = spec.sentinels.as_deref() {
-            let name = spec
-                .sentinel_name
-                .clone()
-                .filter(|n| !n.is_empty())
-                .ok_or_else(|| {
-                    Error::InvalidArgument("Sentinel needs the primary's name (name)".into())
-                })?;
+            let hint = spec
+                .sentinel_primary
+                .as_deref()
+                .map(|p| host_port(p, "Sentinel primary"))
+                .transpose()?;
+            let name = spec.sentinel_name.clone().unwrap_or_default();
+            if name.is_empty() && hint.is_none() {
+                return Err(Error::InvalidArgument(
+                    "Sentinel needs the primary's name (name)".into(),
+                ));
+            }
             let mut seeds = Vec::with_capacity(nodes.len());
             for node in nodes {
                 seeds.push(host_port(node, "Sentinel node")?);
@@ -187,6 +202,7 @@ impl Endpoint {
                 name,
                 username: spec.sentinel_username.clone().filter(|u| !u.is_empty()),
                 password: spec.sentinel_password.clone().filter(|p| !p.is_empty()),
+                hint,
             });
         }
         endpoint.apply_address(spec.host, spec.port, spec.path)?;
@@ -534,8 +550,11 @@ impl Endpoint {
         if let Some(pass) = &s.password {
             auth = auth.set_password(pass);
         }
-        let sentinels = s
-            .nodes
+        let (name, nodes) = match s.name.is_empty() {
+            false => (s.name.clone(), s.nodes.clone()),
+            true => self.learn_sentinel_name(s, &auth).await?,
+        };
+        let sentinels = nodes
             .iter()
             .map(|(h, p)| tcp_info(h, *p, None, auth.clone()))
             .collect::<Result<Vec<_>>>()?;
@@ -558,14 +577,98 @@ impl Endpoint {
             });
         }
         sentinel
-            .async_master_for(&s.name, Some(&node))
+            .async_master_for(&name, Some(&node))
             .await
             .map_err(|e| {
                 Error::Connection(format!(
-                    "Sentinel could not name a primary for {:?}: {e}",
-                    s.name
+                    "Sentinel could not name a primary for {name:?}: {e}"
                 ))
             })
+    }
+
+    /// For a Sentinel spec without a name (a node-redis Sentinel client,
+    /// whose settings are private): the name of the primary the sentinels
+    /// monitor at `hint` (or of the only one they monitor), and every
+    /// sentinel they know of. Asked once per spec, then remembered.
+    async fn learn_sentinel_name(
+        &self,
+        s: &SentinelSpec,
+        auth: &RedisConnectionInfo,
+    ) -> Result<Learned> {
+        static LEARNED: LazyLock<Mutex<HashMap<SentinelSpec, Learned>>> =
+            LazyLock::new(Mutex::default);
+        let cached = LEARNED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(s)
+            .cloned();
+        if let Some(found) = cached {
+            return Ok(found);
+        }
+        let mut last = String::from("no sentinel answered");
+        for (host, port) in &s.nodes {
+            match self.ask_sentinel(host, *port, s, auth).await {
+                Ok(found) => {
+                    let mut learned = LEARNED.lock().unwrap_or_else(|p| p.into_inner());
+                    learned.insert(s.clone(), found.clone());
+                    return Ok(found);
+                }
+                Err(e) => last = e.message().to_string(),
+            }
+        }
+        Err(Error::Connection(format!(
+            "Sentinel could not tell which primary the node-redis Sentinel client uses: {last}"
+        )))
+    }
+
+    async fn ask_sentinel(
+        &self,
+        host: &str,
+        port: u16,
+        s: &SentinelSpec,
+        auth: &RedisConnectionInfo,
+    ) -> Result<Learned> {
+        let client = redis::Client::open(tcp_info(host, port, None, auth.clone())?)?;
+        let within = self.connect_timeout + self.command_timeout;
+        let work = async {
+            let mut conn = client.get_multiplexed_async_connection().await?;
+            let masters: Vec<HashMap<String, String>> = redis::cmd("SENTINEL")
+                .arg("MASTERS")
+                .query_async(&mut conn)
+                .await?;
+            let at = |m: &HashMap<String, String>| {
+                let addr = (m.get("ip")?.clone(), m.get("port")?.parse::<u16>().ok()?);
+                Some(addr)
+            };
+            let hit = masters
+                .iter()
+                .find(|m| s.hint.is_some() && at(m) == s.hint)
+                .or(match masters.as_slice() {
+                    [only] => Some(only),
+                    _ => None,
+                });
+            let Some(name) = hit.and_then(|m| m.get("name")).cloned() else {
+                return Err(Error::InvalidArgument(format!(
+                    "sentinel {host}:{port} monitors {} primaries, none at the client's: pass {{ sentinels, name }}",
+                    masters.len()
+                )));
+            };
+            let peers: Vec<HashMap<String, String>> = redis::cmd("SENTINEL")
+                .arg("SENTINELS")
+                .arg(&name)
+                .query_async(&mut conn)
+                .await?;
+            let mut nodes = s.nodes.clone();
+            for p in peers.iter().filter_map(at) {
+                if !nodes.contains(&p) {
+                    nodes.push(p);
+                }
+            }
+            Ok((name, nodes))
+        };
+        tokio::time::timeout(within, work)
+            .await
+            .map_err(|_| Error::Timeout(format!("sentinel {host}:{port} did not answer in time")))?
     }
 }
 

@@ -72,6 +72,9 @@ pub struct ConnectOptions {
     pub sentinel_name: Option<String>,
     pub sentinel_username: Option<String>,
     pub sentinel_password: Option<String>,
+    /// A node-redis Sentinel client's primary (`host:port`) when its name is
+    /// not known: the name is asked of the sentinels.
+    pub sentinel_primary: Option<String>,
 }
 
 impl From<ConnectOptions> for EndpointSpec {
@@ -104,6 +107,7 @@ impl From<ConnectOptions> for EndpointSpec {
             sentinel_name: o.sentinel_name,
             sentinel_username: o.sentinel_username,
             sentinel_password: o.sentinel_password,
+            sentinel_primary: o.sentinel_primary,
         }
     }
 }
