@@ -107,7 +107,7 @@ test('contradictory Unix socket settings are a TypeError', () => {
   }
 })
 
-test('custom-connector and node-redis Sentinel clients are refused with a TypeError that says so; Cluster and ioredis Sentinel settings are read', async () => {
+test('custom-connector clients and unconnected node-redis Sentinel clients are refused with a TypeError that says so; Cluster and ioredis Sentinel settings are read', async () => {
   const refused = (client, pattern) => {
     assert.throws(() => createLock(client), (err) => {
       assert.ok(err instanceof TypeError, String(err))
@@ -117,11 +117,13 @@ test('custom-connector and node-redis Sentinel clients are refused with a TypeEr
     })
   }
   // Sentinel (sentinel.test.js fails over a real one): ioredis settings are
-  // read; node-redis keeps its Sentinel settings private, and says so.
+  // read; a node-redis Sentinel client only once connected (its nodes are
+  // public then), and says so.
   const sentinel = new IORedis({ sentinels: [{ host: '127.0.0.1', port: 1 }], name: 'mymaster', lazyConnect: true })
   assert.doesNotThrow(() => createLock(sentinel))
   assert.doesNotThrow(() => createLock({ sentinels: [{ host: '127.0.0.1', port: 26379 }], name: 'mymaster', db: 1, username: 'u', password: 'p' }))
-  refused(redisLatest.createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: 1 }] }), /node-redis Sentinel client/)
+  assert.throws(() => createLock(redisLatest.createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: 1 }] })),
+    (err) => err instanceof TypeError && /node-redis Sentinel client that has not connected yet \(call connect\(\) first/.test(err.message))
   refused({ sentinelRootNodes: [{ host: '127.0.0.1', port: 1 }], name: 'mymaster' }, /give \{ sentinels: \[host:port, \.\.\.\], name \}/)
   assert.throws(() => createLock({ sentinels: [{ host: '127.0.0.1', port: 1 }] }), /name/)
   // Redis Cluster (cluster.test.js locks on a real one): an ioredis
