@@ -212,7 +212,7 @@ where
             wait,
             watch,
             replicas,
-            undo,
+            ref undo,
         } => {
             if let Some(want) = replicas {
                 // More replicas than the primary has: refused before any write.
@@ -237,25 +237,7 @@ where
                 if let Err(e) = replicas::wait_for(conn, want).await {
                     // Not acknowledged: give this hold back (one hold fewer,
                     // as an unlock; the last one wakes the waiters).
-                    let keys = UnlockKeys {
-                        name: &req.name,
-                        channel: &req.channel,
-                        latch: &undo,
-                        adapter: req.adapter,
-                    };
-                    let latch_ms = reentrant::latch_ms(target.endpoint.command_timeout);
-                    let undone = reentrant::unlock(
-                        conn,
-                        &connect,
-                        &keys,
-                        &req.field,
-                        req.lease_ms,
-                        latch_ms,
-                    )
-                    .await;
-                    if let Ok(Unlocked::Released) = undone {
-                        poke(&target, req.adapter, &req.channel);
-                    }
+                    let _ = unlock_under(conn, &connect, &target, &req, undo).await;
                     return Err(e);
                 }
             }
@@ -269,22 +251,11 @@ where
             }
             Ok(u32::from(held))
         }
-        Op::Unlock { latch } => {
+        Op::Unlock { ref latch } => {
             let paused = keeper::pause_redisson(&target.shared, &req.name, &req.field).await;
-            let keys = UnlockKeys {
-                name: &req.name,
-                channel: &req.channel,
-                latch: &latch,
-                adapter: req.adapter,
-            };
-            let latch_ms = reentrant::latch_ms(target.endpoint.command_timeout);
-            let outcome =
-                reentrant::unlock(conn, &connect, &keys, &req.field, req.lease_ms, latch_ms).await;
+            let outcome = unlock_under(conn, &connect, &target, &req, latch).await;
             if let Some(p) = paused {
                 p.finish(outcome.as_ref().ok().copied());
-            }
-            if let Ok(Unlocked::Released) = outcome {
-                poke(&target, req.adapter, &req.channel);
             }
             Ok(match outcome? {
                 Unlocked::NotHeld => 0,
@@ -305,6 +276,35 @@ where
         }
         Op::IsLocked => Ok(u32::from(reentrant::is_locked(conn, &req.name).await?)),
     }
+}
+
+/// One hold fewer for `req.field` under unlock latch `latch` (an unlock, or
+/// an unacknowledged grant given back); releasing the last hold also wakes
+/// a waiter of this process at once.
+async fn unlock_under<C, F, Fut>(
+    conn: &mut C,
+    connect: &F,
+    target: &Target,
+    req: &Request,
+    latch: &str,
+) -> Result<Unlocked>
+where
+    C: ConnectionLike,
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    let keys = UnlockKeys {
+        name: &req.name,
+        channel: &req.channel,
+        latch,
+        adapter: req.adapter,
+    };
+    let latch_ms = reentrant::latch_ms(target.endpoint.command_timeout);
+    let outcome = reentrant::unlock(conn, connect, &keys, &req.field, req.lease_ms, latch_ms).await;
+    if let Ok(Unlocked::Released) = outcome {
+        poke(target, req.adapter, &req.channel);
+    }
+    outcome
 }
 
 /// Stops the renewals of every lock whose holder field starts with
