@@ -292,6 +292,32 @@ test('a slot migrated under held locks: ASK during the migration, MOVED after it
   await rival.release()
 })
 
+test('replicas: 1 on the cluster: WAIT on the key\'s primary; its replica paused, the grant is given back', async () => {
+  const key = 'cluster:acked:{r1}'
+  const lock = R.createLock({ cluster: cluster.seeds }, { timeout: 10000, replicas: 1, replicaTimeout: 300 })
+  await lock.acquire(key)
+  await lock.release()
+  const seed = Number(cluster.seeds[0].split(':')[1])
+  const slot = await on(seed, 'CLUSTER', 'KEYSLOT', key)
+  const nodes = (await on(seed, 'CLUSTER', 'NODES')).split('\n').filter(Boolean).map((line) => line.split(' '))
+  const owner = (await on(seed, 'CLUSTER', 'SLOTS')).find(([from, to]) => slot >= from && slot <= to)[2][1]
+  const ownerId = nodes.find((n) => Number(n[1].split(':')[1].split('@')[0]) === owner)[0]
+  const replicaPort = Number(nodes.find((n) => /slave/.test(n[2]) && n[3] === ownerId)[1].split(':')[1].split('@')[0])
+  const replica = cluster.nodes.find((n) => n.port === replicaPort)
+  process.kill(replica.pid, 'SIGSTOP')
+  try {
+    const t0 = Date.now()
+    const err = await lock.acquire(key).catch((e) => e)
+    assert.ok(err instanceof R.LockAcquisitionError, String(err))
+    assert.match(err.message, /replicated to 0 of 1 replicas within 300 ms/)
+    assert.ok(Date.now() - t0 < 2000, `failed after ${Date.now() - t0} ms`)
+    assert.equal(await on(owner, 'EXISTS', key), 0, 'the grant was given back')
+  } finally {
+    process.kill(replica.pid, 'SIGCONT')
+  }
+  await cluster.settled()
+})
+
 test('a primary killed mid-run: the cluster fails over and locking goes on, with no overlap', async () => {
   const keys = Array.from({ length: 6 }, (_, i) => `cluster:failover:${i}`)
   const inside = new Map()
