@@ -257,7 +257,10 @@ test('wakeOnRelease: a Redlock waiter subscribes on every server and is woken by
   await waiting
   const took = Date.now() - t0
   assert.ok(took < 3000, `woken by the release, not the 10 s delay: ${took} ms`)
-  assert.deepEqual(await onEvery(key), Array(5).fill(waiter._id))
+  // Woken by the first server's word, its attempt can reach a server before
+  // the holder's delete does: a majority is what it needs and gets.
+  const got = (await onEvery(key)).filter((v) => v === waiter._id).length
+  assert.ok(got >= 3, `held on ${got} of 5`)
   // In-process: a release by the same endpoints pokes the waiter directly.
   const second = R.createLock(all(), { timeout: 20000, wakeOnRelease: true, retries: 5, delay: 10000 })
   const t1 = Date.now()

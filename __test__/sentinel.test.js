@@ -100,6 +100,12 @@ test('locks go to the primary Sentinel names, through options, an ioredis and a 
   await viaNodeRedis.release()
   await nodeSentinel.close()
 
+  // The Redisson face on the same Sentinel setup.
+  const redisson = new RS.Redisson({ redis: { options: { sentinels: setup.addresses.map((a) => ({ host: '127.0.0.1', port: Number(a.split(':')[1]) })), name: setup.name, connectTimeout: 1000, commandTimeout: 1000 } } })
+  const rlock = redisson.getLock('sentinel:rs-failover', 'me')
+  assert.equal(await rlock.tryLock(0, 10000), true)
+  await rlock.unlock()
+
   // An acknowledged lock, then the primary dies.
   const acked = R.createLock(opts, { timeout: 20000, replicas: 1, replicaTimeout: 500 })
   await acked.acquire('sentinel:acked')
@@ -119,6 +125,13 @@ test('locks go to the primary Sentinel names, through options, an ioredis and a 
   await viaNodeRedis.acquire('sentinel:after-c')
   assert.equal(await get(setup.replica.port, 'sentinel:after-c'), viaNodeRedis._id, 'the node-redis Sentinel lock followed the failover')
   await viaNodeRedis.release()
+  // The same Redisson instance follows it too.
+  assert.equal(await rlock.tryLock(0, 10000), true, 'the Redisson face locks on the new primary')
+  const c = new IORedis({ port: setup.replica.port })
+  assert.equal(await c.exists('sentinel:rs-failover'), 1)
+  c.disconnect()
+  await rlock.unlock()
+  await redisson.quit()
   assert.equal(await get(setup.replica.port, 'sentinel:acked'), acked._id, 'the acknowledged lock survived the failover')
   await acked.release()
 })

@@ -249,7 +249,7 @@ pub async fn acquire_with<C: ConnectionLike>(
     if let Some(want) = grant.replicas {
         // More replicas than the primary has can never be met: refuse
         // before writing anything.
-        replicas::check_available(conn, want).await?;
+        replicas::check_available(conn, want, key).await?;
     }
     let mut left = opts.retries;
     let mut sub: Option<Subscription> = None;

@@ -7,9 +7,9 @@
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
-use redis::Value;
 
 use crate::error::{Error, Result};
+use crate::scripts::INFO_REPLICATION_SCRIPT;
 
 /// How many replicas must acknowledge, and how long to wait for them.
 #[derive(Clone, Copy, Debug)]
@@ -19,24 +19,34 @@ pub struct Replicas {
 }
 
 /// Refuses up front (before any write) a request for more replicas than
-/// the server has, or a server that is not a primary (`ROLE`).
-pub async fn check_available<C: ConnectionLike>(conn: &mut C, want: Replicas) -> Result<()> {
-    let role: Value = redis::cmd("ROLE").query_async(conn).await?;
-    let Value::Array(parts) = role else {
-        return Err(Error::Redis(format!("Unexpected reply to ROLE: {role:?}")));
+/// the server has, or a server that is not a primary. Asked with `INFO
+/// replication` inside a script on `key`, so that on Redis Cluster it runs
+/// on the primary serving the key's slot (a bare `ROLE` or `INFO` would go
+/// to any node; `ROLE` may not run in scripts).
+pub async fn check_available<C: ConnectionLike>(
+    conn: &mut C,
+    want: Replicas,
+    key: &str,
+) -> Result<()> {
+    let info: String = INFO_REPLICATION_SCRIPT
+        .eval(conn, (2, key.len() + 8), |cmd| {
+            cmd.arg(1).arg(key);
+        })
+        .await?;
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(str::trim)
     };
-    let is_master = matches!(parts.first(), Some(Value::BulkString(b)) if b == b"master")
-        || matches!(parts.first(), Some(Value::SimpleString(s)) if s == "master");
-    if !is_master {
+    if field("role") != Some("master") {
         return Err(Error::NotReplicated(
-            "replicas: the server is not a primary (ROLE is not master), so no write to it is replicated".into(),
+            "replicas: the server is not a primary (its role is not master), so no write to it is replicated".into(),
         ));
     }
-    let have = match parts.get(2) {
-        Some(Value::Array(replicas)) => replicas.len(),
-        _ => 0,
-    };
-    if (have as u64) < u64::from(want.count) {
+    let have: u64 = field("connected_slaves")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    if have < u64::from(want.count) {
         return Err(Error::NotReplicated(format!(
             "replicas: {} asked for, but the primary has {have} connected replica{}",
             want.count,

@@ -81,4 +81,8 @@ pub static PEXPIRE_IF_EQUAL_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(PE
 pub static FENCED_SET_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(FENCED_SET));
 pub static DEL_IF_EQUAL_ANNOUNCE_SCRIPT: LazyLock<Lua> =
     LazyLock::new(|| Lua::new(DEL_IF_EQUAL_ANNOUNCE));
+/// `replicas: N`: the primary's `INFO replication`, run by a script on the
+/// lock key so Redis Cluster routes it to the key's primary.
+pub const INFO_REPLICATION: &str = "return redis.call('INFO', 'replication')";
+pub static INFO_REPLICATION_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(INFO_REPLICATION));
 pub static RENEW_OR_WHY_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(RENEW_OR_WHY));

@@ -216,7 +216,7 @@ where
         } => {
             if let Some(want) = replicas {
                 // More replicas than the primary has: refused before any write.
-                replicas::check_available(conn, want).await?;
+                replicas::check_available(conn, want, &req.name).await?;
             }
             let wakeups = match wait {
                 Wait::Once => None,
