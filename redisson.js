@@ -9,6 +9,7 @@
 
 const { randomUUID } = require('crypto')
 const { targetFor } = require('./lib/targets')
+const { tokioEngineFor } = require('./lib/operations')
 const { stopRedissonRenewals } = require('./lib/native')
 const { RedissonLockError } = require('./lib/errors')
 const { TimeUnit } = require('./lib/redisson/timeunit')
@@ -99,7 +100,9 @@ class Redisson {
     // replicas have the write (Redisson's checkLockSyncedSlaves).
     this._replicas = replicasOf(config)
     this._client = client
-    this._target = target
+    // Each acknowledged tryLock gets a connection of its own (WAIT blocks
+    // the one it runs on): the tokio engine keeps those lanes.
+    this._target = this._replicas === null ? target : { ...target, engine: tokioEngineFor() }
     this._closed = false
   }
 

@@ -99,6 +99,36 @@ test('with one replica paused, replicas: 2 fails within about replicaTimeout and
   }
 })
 
+test('acknowledged operations each wait on a connection of their own: concurrent waits do not queue, plain locks are not held up', async () => {
+  process.kill(replicas[1].pid, 'SIGSTOP')
+  try {
+    const plain = R.createLock(primary.url, { timeout: 5000 })
+    const t0 = Date.now()
+    const waits = [0, 1, 2, 3].map(async (i) => {
+      const lock = R.createLock(primary.url, { timeout: 5000, replicas: 2, replicaTimeout: 400 })
+      const err = await lock.acquire(`repl:lane:${i}`).catch((e) => e)
+      return { err, took: Date.now() - t0 }
+    })
+    await sleep(50)
+    // While four WAITs are pending: a plain lock on the same server.
+    const p0 = Date.now()
+    await plain.acquire('repl:lane:plain')
+    await plain.release()
+    const plainTook = Date.now() - p0
+    const done = await Promise.all(waits)
+    for (const { err, took } of done) {
+      assert.match(String(err && err.message), /replicated to 1 of 2 replicas within 400 ms/)
+      // Side by side, not one after another (that would be 4 × 400 ms).
+      assert.ok(took < 1200, `an acknowledged acquire failed after ${took} ms`)
+    }
+    assert.ok(plainTook < 300, `the plain lock took ${plainTook} ms behind the WAITs`)
+    for (let i = 0; i < 4; i++) assert.equal(await check.exists(`repl:lane:${i}`), 0)
+  } finally {
+    process.kill(replicas[1].pid, 'SIGCONT')
+  }
+  await sleep(300)
+})
+
 test('more replicas than the primary has, or a replica as the server: refused before any write', async () => {
   const lock = R.createLock(primary.url, { replicas: 3 })
   const err = await lock.acquire('repl:three').catch((e) => e)

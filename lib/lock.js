@@ -8,7 +8,7 @@
 const { randomUUID } = require('crypto')
 const inspect = require('util').inspect
 const Promise = require('bluebird')
-const { start, rejected } = require('./operations')
+const { start, rejected, tokioEngineFor } = require('./operations')
 const { targetFor } = require('./targets')
 const keeper = require('./keeper')
 const holds = require('./holds')
@@ -225,6 +225,9 @@ class Lock {
     this[kHold] = null
     options = options || {}
     this[kExtra] = extrasOf(options)
+    // Replica-acknowledged operations each get a connection of their own
+    // (WAIT blocks the one it runs on): the tokio engine keeps those lanes.
+    if (this[kExtra] !== null && this[kExtra].replicas > 0) this[kEngine] = tokioEngineFor()
     for (const key in Lock._defaults) {
       this[key] = Lock._defaults[key]
       if (key in options) this[key] = parseInt(options[key], 10) || 0

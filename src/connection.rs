@@ -124,6 +124,18 @@ impl SharedConnection {
         conn
     }
 
+    /// A connection to `endpoint` of its own, shared with nobody (for
+    /// commands that block the connection they run on, e.g. `WAIT`).
+    pub fn dedicated(endpoint: Endpoint) -> Arc<SharedConnection> {
+        Arc::new(SharedConnection {
+            slot: Arc::new(Mutex::new(Slot {
+                generation: 0,
+                current: None,
+                endpoint,
+            })),
+        })
+    }
+
     /// A handle on the multiplexed connection; cheap to clone. Connects (or
     /// joins the connect already under way) when there is no live manager.
     pub async fn get(&self) -> Result<Conn> {

@@ -239,8 +239,12 @@ impl Completer {
         self.shared.run(id, async move {
             let req = lockx::Request::parse(op, key, token, &nums, cancel)?;
             let target = target(endpoint)?;
-            let mut c = target.shared.get().await?;
-            lockx::run(req, target, &mut c, &crate::timer::TokioTimer).await
+            // WAIT blocks its connection: replica-acknowledged operations
+            // each run on a lane of their own.
+            let lane = req.acknowledged().then(|| target.lane());
+            let conn = lane.as_ref().map_or(&target.shared, |l| l.conn());
+            let mut c = conn.get().await?;
+            lockx::run(req, Arc::clone(&target), &mut c, &crate::timer::TokioTimer).await
         });
     }
 
@@ -266,9 +270,11 @@ impl Completer {
                 op, name, channel, field, aux, lease, wait, &watch, &adapter,
             )?;
             let target = target(endpoint)?;
-            let shared = Arc::clone(&target.shared);
+            // As for lockx: a replica-acknowledged tryLock on a lane.
+            let lane = req.acknowledged().then(|| target.lane());
+            let shared = Arc::clone(lane.as_ref().map_or(&target.shared, |l| l.conn()));
             let connect = || shared.get();
-            redisson::run(req, target, connect, &crate::timer::TokioTimer).await
+            redisson::run(req, Arc::clone(&target), connect, &crate::timer::TokioTimer).await
         });
     }
 }

@@ -109,6 +109,12 @@ impl Request {
         })
     }
 
+    /// Whether it waits for replicas (`WAIT`): then it wants a connection
+    /// of its own (a `Lane`).
+    pub(crate) fn acknowledged(&self) -> bool {
+        self.replicas.is_some()
+    }
+
     fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
     }

@@ -122,6 +122,52 @@ pub(crate) struct Target {
     pub(crate) shared: Arc<SharedConnection>,
     pub(crate) wakeups: [std::sync::OnceLock<Arc<crate::wakeups::Wakeups>>; 3],
     pub(crate) sharded: std::sync::OnceLock<bool>,
+    /// Idle connections of replica-acknowledged operations (see [`Lane`]).
+    lanes: Mutex<Vec<Arc<SharedConnection>>>,
+}
+
+/// How many idle replica lanes a target keeps (more are made as needed and
+/// closed after use).
+const IDLE_LANES: usize = 8;
+
+/// A connection of its own for one replica-acknowledged operation: `WAIT`
+/// blocks the connection it is sent on (and must follow the write on the
+/// same one), so a missing replica would hold up every command queued
+/// behind it on the shared connection, and concurrent waits would queue
+/// behind each other. Goes back to its target's idle lanes when dropped.
+pub(crate) struct Lane {
+    target: Arc<Target>,
+    conn: Option<Arc<SharedConnection>>,
+}
+
+impl Lane {
+    pub(crate) fn conn(&self) -> &Arc<SharedConnection> {
+        // Some until dropped.
+        self.conn.as_ref().unwrap_or(&self.target.shared)
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.take() {
+            let mut idle = self.target.lanes.lock().unwrap_or_else(|p| p.into_inner());
+            if idle.len() < IDLE_LANES {
+                idle.push(c);
+            }
+        }
+    }
+}
+
+impl Target {
+    /// A replica lane (an idle one, or a new connection).
+    pub(crate) fn lane(self: &Arc<Self>) -> Lane {
+        let idle = self.lanes.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = idle.unwrap_or_else(|| SharedConnection::dedicated((*self.endpoint).clone()));
+        Lane {
+            target: Arc::clone(self),
+            conn: Some(conn),
+        }
+    }
 }
 
 /// Every endpoint named so far, by a small id that JavaScript passes with
@@ -149,6 +195,7 @@ fn intern(endpoint: Endpoint) -> napi::Result<u32> {
         shared: SharedConnection::shared(endpoint.clone()),
         wakeups: Default::default(),
         sharded: Default::default(),
+        lanes: Mutex::default(),
     }));
     t.ids.insert(endpoint, id);
     Ok(id)

@@ -62,6 +62,18 @@ pub(crate) struct Request {
 }
 
 impl Request {
+    /// Whether it waits for replicas (`WAIT`): then it wants a connection
+    /// of its own (a `Lane`).
+    pub(crate) fn acknowledged(&self) -> bool {
+        matches!(
+            self.op,
+            Op::TryLock {
+                replicas: Some(_),
+                ..
+            }
+        )
+    }
+
     /// From JavaScript's arguments: `lease` in ms (the watchdog's timeout
     /// when `watch` is not empty), `wait` in ms (0: one attempt, -1:
     /// forever), `aux` the unlock latch's name, `watch` empty for a fixed
