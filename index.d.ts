@@ -216,6 +216,8 @@ export interface QuorumLock {
   retryJitter: number
   /** Takes the lock on a majority within a positive validity. Rejects with `LockAcquisitionError` (with `servers`). */
   acquire(key: string, callback?: LockCallback): Bluebird<void>
+  /** As above; `options.signal` (an AbortSignal) ends the wait at once, rejecting with a `LockAcquisitionError` whose `cause` is the abort reason. */
+  acquire(key: string, options: AcquireOptions, callback?: LockCallback): Bluebird<void>
   /** Releases it everywhere; rejects with `LockReleaseError` when fewer than a majority confirmed. */
   release(callback?: LockCallback): Bluebird<void>
   /** Extends it on a majority within the new validity; otherwise the lock is lost and released (`LockExtendError`). */

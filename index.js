@@ -8,18 +8,9 @@
  */
 
 const Lock = require('./lib/lock')
-const QuorumLock = require('./lib/quorum')
 const errors = require('./lib/errors')
+const { createLock } = require('./lib/create')
 const { using, inspect } = require('./lib/using')
-
-/**
- * A new Lock using `client` (a Redis client, URL or options object); an
- * array of them gives one lock on those independent servers (Redlock).
- */
-function createLock (client, options) {
-  if (Array.isArray(client)) return new QuorumLock(client, options, Lock._defaults, Lock._acquiredLocks)
-  return new Lock(client, options)
-}
 
 /**
  * Sets the defaults used by locks created afterwards. Only `timeout`,

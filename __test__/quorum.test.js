@@ -274,6 +274,42 @@ test('wakeOnRelease: a Redlock waiter subscribes on every server and is woken by
   assert.throws(() => R.createLock(all(), { wakeOnRelease: 'yes' }), TypeError)
 })
 
+test('acquire(key, { signal }) on a quorum lock: an abort ends the wait at once; using() takes an array too', async () => {
+  const key = fresh('abort')
+  const holder = R.createLock(all(), { timeout: 20000 })
+  await holder.acquire(key)
+  const waiter = R.createLock(all(), { timeout: 20000, retries: -1, delay: 100, wakeOnRelease: true })
+  const controller = new AbortController()
+  const t0 = Date.now()
+  const waiting = waiter.acquire(key, { signal: controller.signal }).catch((e) => e)
+  await sleep(300)
+  controller.abort(new Error('shutting down'))
+  const err = await waiting
+  assert.ok(Date.now() - t0 < 1000, `ended at once: ${Date.now() - t0} ms`)
+  assert.ok(err instanceof R.LockAcquisitionError, String(err))
+  assert.match(err.message, /was aborted/)
+  assert.equal(err.cause.message, 'shutting down')
+  assert.equal(waiter._locked, false)
+  // The native wait is over too: after the holder leaves, nothing takes it.
+  await holder.release()
+  await sleep(400)
+  assert.deepEqual(await onEvery(key), Array(5).fill(null))
+  // Callback form, and an already aborted signal.
+  const pre = await new Promise((resolve) => waiter.acquire(key, { signal: AbortSignal.abort() }, resolve))
+  assert.match(String(pre && pre.message), /was aborted/)
+  await assert.rejects(waiter.acquire(key, { signal: 'nope' }), /signal must be an AbortSignal/)
+  // using() on several servers: autoExtend on a majority, released after.
+  const value = await R.using(all(), key, { timeout: 600 }, async (signal) => {
+    assert.equal(signal.aborted, false)
+    await sleep(1000) // longer than the lease: renewed
+    const held = await onEvery(key)
+    assert.ok(held[0] !== null && held.every((v) => v === held[0]), `held everywhere by one token: ${held}`)
+    return 'done'
+  })
+  assert.equal(value, 'done')
+  assert.deepEqual(await onEvery(key), Array(5).fill(null))
+})
+
 test('3 processes × 4 workers on shared keys while servers are killed, paused and restarted: no overlap', async () => {
   const duration = 5000
   const ports = servers.map((s) => String(s.port))

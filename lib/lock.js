@@ -15,6 +15,7 @@ const holds = require('./holds')
 const { lose } = holds
 const { keeperRemaining } = require('./native')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('./errors')
+const { signalOption, abortedError, abortable } = require('./abort')
 
 // Hidden per-lock state: symbols stay out of Object.keys(lock).
 // The engine that runs this lock's operations, and the endpoint's id it
@@ -193,10 +194,6 @@ function countOption (options, name) {
   return v
 }
 
-function isSignal (s) {
-  return s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function'
-}
-
 function describeKey (key) {
   return inspect(key, { breakLength: Infinity, maxStringLength: 200, depth: 0 })
 }
@@ -257,23 +254,8 @@ class Lock {
   }
 
   _acquire (key, options, fn, tryOnly) {
-    // As in redislock, anything but a function or an options object in the
-    // second place is ignored; an object's `signal` is read once.
-    let signal = null
-    if (options !== null && typeof options === 'object') {
-      let s
-      try {
-        s = options.signal
-      } catch (_) {}
-      if (s !== undefined && s !== null) {
-        let ok = false
-        try { ok = isSignal(s) } catch (_) {}
-        if (!ok) {
-          return rejected(new LockAcquisitionError(`acquire option signal must be an AbortSignal; got ${describeKey(s)}`), fn)
-        }
-        signal = s
-      }
-    }
+    const { signal, error } = signalOption(options)
+    if (error !== undefined) return rejected(error, fn)
     if (this._locked || this[kBusy]) {
       return rejected(new LockAcquisitionError('Lock already held'), fn)
     }
@@ -281,9 +263,7 @@ class Lock {
       return rejected(new LockAcquisitionError(
         `Invalid lock key ${describeKey(key)}: the key must be a non-empty string`), fn)
     }
-    if (signal !== null && signal.aborted) {
-      return rejected(new LockAcquisitionError(`Acquiring lock on "${key}" was aborted`, { cause: signal.reason }), fn)
-    }
+    if (signal !== null && signal.aborted) return rejected(abortedError(key, signal), fn)
     const lock = this
     const extra = this[kExtra]
     if (extra === null && signal === null && !tryOnly) {
@@ -313,20 +293,9 @@ class Lock {
     let p = start(settleAcquireX, this, ctx, function (id) {
       lock[kEngine].lockx(lock[kEndpoint], id, OP_ACQUIRE, lock[kPrefix] + key, lock._id, nums)
     })
-    if (signal !== null) {
-      // Rejects at once; the native wait is cancelled and, should its
-      // attempt in flight win, released (settleAcquireX).
-      const inner = p
-      p = new Promise(function (resolve, reject) {
-        ctx.onAbort = function () {
-          ctx.aborted = new LockAcquisitionError(`Acquiring lock on "${key}" was aborted`, { cause: signal.reason })
-          keeper.cancel(nums[8])
-          reject(ctx.aborted)
-        }
-        signal.addEventListener('abort', ctx.onAbort, { once: true })
-        inner.then(resolve, reject)
-      })
-    }
+    // Rejects at once on abort; an attempt in flight that wins is released
+    // (settleAcquireX).
+    if (signal !== null) p = abortable(p, signal, ctx, key, nums[8])
     return fn === undefined ? p : p.nodeify(fn)
   }
 

@@ -16,6 +16,7 @@ const { CLIENT_KINDS } = require('./clients')
 const keeper = require('./keeper')
 const holds = require('./holds')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('./errors')
+const { signalOption, abortedError, abortable } = require('./abort')
 
 const OP_ACQUIRE = 0
 const OP_RELEASE = 1
@@ -62,12 +63,19 @@ function withServers (err, lock, report) {
   return err
 }
 
-function settleAcquire (lock, key, outcome, err, resolve, reject, value) {
+function settleAcquire (lock, ctx, outcome, err, resolve, reject, value) {
   lock._busy = false
+  const key = ctx.key
+  if (ctx.signal !== null) ctx.signal.removeEventListener('abort', ctx.onAbort)
   if (err) return reject(wrapError(err, LockAcquisitionError))
   const r = parse(value)
   const n = r.servers.length
   const need = Math.floor(n / 2) + 1
+  if (ctx.aborted !== null) {
+    // Aborted while the winning attempt was in flight: give it back.
+    if (r.granted) start(quietly, lock, key, lock._submit(OP_RELEASE, key, [lock.timeout, lock.serverTimeout, lock._flags()]))
+    return reject(ctx.aborted)
+  }
   if (!r.granted) {
     const got = r.servers.filter((s) => s.outcome === 'acquired').length
     const why = got >= need
@@ -89,6 +97,8 @@ function settleAcquire (lock, key, outcome, err, resolve, reject, value) {
   }
   resolve()
 }
+
+function quietly () {}
 
 function settleRelease (lock, key, outcome, err, resolve, reject, value) {
   if (err) return reject(wrapError(err, LockReleaseError))
@@ -202,20 +212,34 @@ class QuorumLock {
     })
   }
 
-  /** Takes the lock on a majority of the servers (see src/quorum.rs). */
-  acquire (key, fn) {
+  /**
+   * Takes the lock on a majority of the servers (see src/quorum.rs).
+   * `options` (in place of the callback, which may follow it): `{ signal }`,
+   * an AbortSignal that ends the wait at once.
+   */
+  acquire (key, options, fn) {
+    if (typeof options === 'function') {
+      fn = options
+      options = undefined
+    }
     if (typeof fn !== 'function') fn = undefined
+    const { signal, error } = signalOption(options)
+    if (error !== undefined) return rejected(error, fn)
     if (this._locked || this._busy) return rejected(new LockAcquisitionError('Lock already held'), fn)
     if (typeof key !== 'string' || key === '') {
       return rejected(new LockAcquisitionError(`Invalid lock key ${JSON.stringify(String(key))}: the key must be a non-empty string`), fn)
     }
+    if (signal !== null && signal.aborted) return rejected(abortedError(key, signal), fn)
     this._busy = true
     const ae = this._autoExtend
     this._holdId = ae === null ? 0 : keeper.holdId()
+    const cancelId = signal === null ? 0 : keeper.cancelId()
     const nums = [this.timeout, this.retries, this.delay, this.serverTimeout, this.retryJitter,
-      this._flags(), this._holdId, ae === null ? 0 : keeper.envId(),
-      keeper.maxLagMs(ae, this.timeout), ae === null ? 0 : (ae.maxHoldMs || 0)]
-    const p = this._run(settleAcquire, key, OP_ACQUIRE, nums)
+      this._flags(), this._holdId, keeper.envId(),
+      keeper.maxLagMs(ae, this.timeout), ae === null ? 0 : (ae.maxHoldMs || 0), cancelId]
+    const ctx = { key, signal, onAbort: null, aborted: null }
+    let p = start(settleAcquire, this, ctx, this._submit(OP_ACQUIRE, key, nums))
+    if (signal !== null) p = abortable(p, signal, ctx, key, cancelId)
     return fn === undefined ? p : p.nodeify(fn)
   }
 
@@ -261,10 +285,15 @@ class QuorumLock {
   }
 
   _run (settle, key, op, nums) {
+    return start(settle, this, key, this._submit(op, key, nums))
+  }
+
+  /** The submit function of operation `op` on `key` (see operations.js). */
+  _submit (op, key, nums) {
     const lock = this
-    return start(settle, this, key, function (id) {
+    return function (id) {
       lock._engine.quorum(lock._endpoints, id, op, lock._prefix + key, lock._id, nums)
-    })
+    }
   }
 }
 

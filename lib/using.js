@@ -6,7 +6,7 @@
  * Redis holds for a key, for operators).
  */
 
-const Lock = require('./lock')
+const { createLock } = require('./create')
 const { start } = require('./operations')
 const { targetFor } = require('./targets')
 const { LockAcquisitionError, wrapError } = require('./errors')
@@ -32,7 +32,7 @@ async function using (client, key, options, routine) {
   options = options || {}
   const { signal, ...lockOptions } = options
   if (lockOptions.autoExtend === undefined) lockOptions.autoExtend = true
-  const lock = new Lock(client, lockOptions)
+  const lock = createLock(client, lockOptions)
   await lock.acquire(key, signal ? { signal } : undefined)
   const held = lock.signal
   let value

@@ -23,6 +23,7 @@ use redis::aio::ConnectionLike;
 
 use std::sync::Arc;
 
+use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::lock::{self, Retries, MAX_MS};
 use crate::timer::Timer;
@@ -185,6 +186,8 @@ where
 /// tries again at once; then each pause also ends when a release is
 /// announced on any server, for an attempt that does not count as a retry.
 /// The pauses keep their schedule, as for one server (`lock::acquire_with`).
+/// A `cancel` ends the wait at once (no attempt starts after it; one in
+/// flight finishes and is reported).
 #[allow(clippy::too_many_arguments)]
 pub async fn acquire<C, F, Fut>(
     n: usize,
@@ -195,6 +198,7 @@ pub async fn acquire<C, F, Fut>(
     opts: &QuorumOptions,
     random: &(dyn Fn() -> f64 + Sync),
     wake: Option<(&[Arc<Wakeups>], &str)>,
+    cancel: Option<&Cancel>,
 ) -> Result<Report>
 where
     C: ConnectionLike,
@@ -215,8 +219,10 @@ where
         if report.granted {
             return done(report, attempts);
         }
+        let cancelled = || cancel.is_some_and(Cancel::is_cancelled);
         left = match left {
             Retries::Count(0) => return done(report, attempts),
+            _ if cancelled() => return done(report, attempts),
             Retries::Count(k) => Retries::Count(k - 1),
             Retries::Forever => Retries::Forever,
         };
@@ -240,33 +246,56 @@ where
             if rest.is_zero() {
                 break;
             }
-            let Some(s) = sub.as_mut() else {
-                timer.sleep(rest).await;
-                break;
-            };
+            let stop = std::pin::pin!(async {
+                match cancel {
+                    Some(c) => c.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            });
             let woke = {
-                let woken = std::pin::pin!(s.wait());
-                match select(woken, timer.sleep(rest)).await {
-                    Either::Left((Ok(()), _)) => Some(true),
-                    Either::Left((Err(_), _)) => Some(false),
-                    Either::Right(_) => None,
+                let released = std::pin::pin!(async {
+                    match sub.as_mut() {
+                        Some(s) => s.wait().await.is_ok(),
+                        None => std::future::pending().await,
+                    }
+                });
+                let sleep = timer.sleep(rest);
+                match select(select(released, sleep), stop).await {
+                    Either::Left((Either::Left((true, _)), _)) => Woke::Release,
+                    Either::Left((Either::Left((false, _)), _)) => Woke::SubscriberFailed,
+                    Either::Left((Either::Right(_), _)) => Woke::Timer,
+                    Either::Right(_) => Woke::Cancelled,
                 }
             };
             match woke {
-                Some(true) => {
-                    s.mark();
+                Woke::Release => {
+                    if let Some(s) = sub.as_mut() {
+                        s.mark();
+                    }
                     attempts += 1;
                     let report = attempt(n, &connect, timer, key, token, opts).await;
-                    if report.granted {
+                    if report.granted || cancelled() {
                         return done(report, attempts);
                     }
                 }
                 // Every subscriber failed: poll for the rest of the pause.
-                Some(false) => sub = None,
-                None => break,
+                Woke::SubscriberFailed => sub = None,
+                Woke::Timer => break,
+                Woke::Cancelled => return done(report, attempts),
             }
         }
+        if cancelled() {
+            return done(report, attempts);
+        }
     }
+}
+
+/// What ended a pause between attempts.
+enum Woke {
+    Timer,
+    Release,
+    SubscriberFailed,
+    Cancelled,
 }
 
 /// One attempt: `SET NX` on every server at once; granted on a majority

@@ -63,7 +63,7 @@ async function beyond (): Promise<bigint | null> {
     const valid: number = quorum.validityMs()
     await quorum.extend(5000)
     const kept: QuorumLock = createLock(['redis://a', 'redis://b', 'redis://c'], { autoExtend: { maxHoldMs: 60000 }, wakeOnRelease: true })
-    await kept.acquire('job')
+    await kept.acquire('job', { signal: AbortSignal.timeout(1000) })
     const lost: AbortSignal | null = kept.signal
     console.log(lost?.aborted)
     await quorum.release()

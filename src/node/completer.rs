@@ -214,12 +214,13 @@ impl Completer {
         token: String,
         nums: Vec<f64>,
     ) {
+        let cancel = quorum::cancel_slot(op, &nums);
         self.shared.run(id, async move {
             let targets = quorum::targets(&endpoints)?;
             let shared: Vec<_> = targets.iter().map(|t| Arc::clone(&t.shared)).collect();
             let connect = |i: usize| shared[i].get();
             let timer = crate::timer::TokioTimer;
-            quorum::run(op, targets, connect, &timer, &key, &token, &nums).await
+            quorum::run(op, targets, connect, &timer, &key, &token, &nums, cancel).await
         });
     }
 

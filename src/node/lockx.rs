@@ -303,6 +303,12 @@ pub(crate) struct CancelSlot {
     cancel: Arc<Cancel>,
 }
 
+impl CancelSlot {
+    pub(crate) fn cancel(&self) -> &Cancel {
+        &self.cancel
+    }
+}
+
 impl Drop for CancelSlot {
     fn drop(&mut self) {
         let mut map = CANCELS.lock().unwrap_or_else(|p| p.into_inner());
@@ -318,7 +324,13 @@ impl Drop for CancelSlot {
 /// Registers the operation's cancel id (`nums[8]`, 0: none), before it is
 /// started, so that a [`cancel`] right after the call is never lost.
 pub(crate) fn cancel_slot(nums: &[f64]) -> Option<CancelSlot> {
-    let (env, id) = (*nums.get(5)?, *nums.get(8)?);
+    cancel_slot_at(nums, 5, 8)
+}
+
+/// [`cancel_slot`] for numbers with the environment at `env` and the cancel
+/// id at `id` (a quorum acquire's layout differs).
+pub(crate) fn cancel_slot_at(nums: &[f64], env: usize, id: usize) -> Option<CancelSlot> {
+    let (env, id) = (*nums.get(env)?, *nums.get(id)?);
     if !(id >= 1.0 && id <= u32::MAX as f64 && env >= 0.0 && env <= u32::MAX as f64) {
         return None;
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 
 use super::done::Reply;
+use super::lockx::CancelSlot;
 use super::redisson::{poke, rt, wakeups};
 use super::Target;
 use crate::error::{Error, Result};
@@ -78,10 +79,11 @@ fn random() -> f64 {
 
 /// Runs operation `op` on `targets` (connections from `connect(i)`).
 /// `nums`: ACQUIRE `[ttl, retries, delay, serverTimeout, jitter, flags,
-/// hold, env, maxLagMs, maxHoldMs]`, EXTEND `[ms, serverTimeout, flags]`,
+/// hold, env, maxLagMs, maxHoldMs, cancelId]`, EXTEND `[ms, serverTimeout, flags]`,
 /// RELEASE `[ttl, serverTimeout, flags]` (0: default; missing: 0). With the
 /// KEEP flag an acquired lock's lease is renewed on a majority by the
-/// keeper (hold, env and the bounds as for lockx), until released.
+/// keeper (hold, env and the bounds as for lockx), until released. `cancel`
+/// is the acquire's slot ([`cancel_slot`], made before the call).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn run<C, F, Fut>(
     op: u32,
@@ -91,6 +93,7 @@ pub(crate) async fn run<C, F, Fut>(
     key: &str,
     token: &str,
     nums: &[f64],
+    cancel: Option<CancelSlot>,
 ) -> Result<Reply>
 where
     C: ConnectionLike,
@@ -139,8 +142,9 @@ where
                 )?),
                 false => None,
             };
+            let stop = cancel.as_ref().map(CancelSlot::cancel);
             let report =
-                quorum::acquire(n, connect, timer, key, token, &opts, &random, wake).await?;
+                quorum::acquire(n, connect, timer, key, token, &opts, &random, wake, stop).await?;
             if let (true, Some(w)) = (report.granted, watch) {
                 let servers = Servers::Quorum {
                     servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
@@ -232,6 +236,14 @@ fn encode(report: &Report, step: Step) -> String {
         }
     }
     out
+}
+
+/// Registers an acquire's cancel id (`nums[10]`, environment `nums[7]`)
+/// before it starts, as `lockx::cancel_slot` does.
+pub(crate) fn cancel_slot(op: u32, nums: &[f64]) -> Option<CancelSlot> {
+    (op == ACQUIRE)
+        .then(|| super::lockx::cancel_slot_at(nums, 7, 10))
+        .flatten()
 }
 
 /// The targets of `endpoints`, in order.

@@ -300,10 +300,14 @@ pub fn loop_quorum(
     token: String,
     nums: Vec<f64>,
 ) -> napi::Result<()> {
+    let cancel = super::quorum::cancel_slot(op, &nums);
     LoopEngine::run(&env, id, async move {
         let targets = super::quorum::targets(&endpoints)?;
         let connect = |i: usize| LoopConn::connect(endpoints[i]);
-        super::quorum::run(op, targets, connect, &LoopTimer, &key, &token, &nums).await
+        super::quorum::run(
+            op, targets, connect, &LoopTimer, &key, &token, &nums, cancel,
+        )
+        .await
     })
 }
 
