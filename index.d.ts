@@ -218,6 +218,8 @@ export interface QuorumLock {
   acquire(key: string, callback?: LockCallback): Bluebird<void>
   /** As above; `options.signal` (an AbortSignal) ends the wait at once, rejecting with a `LockAcquisitionError` whose `cause` is the abort reason. */
   acquire(key: string, options: AcquireOptions, callback?: LockCallback): Bluebird<void>
+  /** Exactly one attempt: `true` when granted, `false` when other owners hold it on too many servers for a majority; rejects for anything else. */
+  tryAcquire(key: string, options?: AcquireOptions): Bluebird<boolean>
   /** Releases it everywhere; rejects with `LockReleaseError` when fewer than a majority confirmed. */
   release(callback?: LockCallback): Bluebird<void>
   /** Extends it on a majority within the new validity; otherwise the lock is lost and released (`LockExtendError`). */

@@ -298,6 +298,14 @@ test('acquire(key, { signal }) on a quorum lock: an abort ends the wait at once;
   const pre = await new Promise((resolve) => waiter.acquire(key, { signal: AbortSignal.abort() }, resolve))
   assert.match(String(pre && pre.message), /was aborted/)
   await assert.rejects(waiter.acquire(key, { signal: 'nope' }), /signal must be an AbortSignal/)
+  // tryAcquire: one attempt; false only when others hold a blocking share.
+  const one = R.createLock(all(), { timeout: 5000 })
+  assert.equal(await one.tryAcquire(key), true)
+  const two = R.createLock(all(), { timeout: 5000, retries: 5 })
+  const t1 = Date.now()
+  assert.equal(await two.tryAcquire(key), false)
+  assert.ok(Date.now() - t1 < 500, 'one attempt, no retries')
+  await one.release()
   // using() on several servers: autoExtend on a majority, released after.
   const value = await R.using(all(), key, { timeout: 600 }, async (signal) => {
     assert.equal(signal.aborted, false)

@@ -77,6 +77,7 @@ function settleAcquire (lock, ctx, outcome, err, resolve, reject, value) {
     return reject(ctx.aborted)
   }
   if (!r.granted) {
+    if (ctx.tryOnly && r.servers.filter((s) => s.outcome === 'held').length > n - need) return resolve(false)
     const got = r.servers.filter((s) => s.outcome === 'acquired').length
     const why = got >= need
       ? `acquired on ${got} of ${n} servers, but no validity was left (${r.validityMs} ms: timeout ${lock.timeout} ms − time spent − drift)`
@@ -95,7 +96,7 @@ function settleAcquire (lock, ctx, outcome, err, resolve, reject, value) {
     const where = { endpoint: lock._endpoints[0], key: lock._prefix + key, token: lock._id }
     keeper.watch(hold.id, lock, where, (reason) => holds.lose(hold, reason, key))
   }
-  resolve()
+  resolve(ctx.tryOnly ? true : undefined)
 }
 
 function quietly () {}
@@ -222,7 +223,19 @@ class QuorumLock {
       fn = options
       options = undefined
     }
-    if (typeof fn !== 'function') fn = undefined
+    return this._acquire(key, options, typeof fn === 'function' ? fn : undefined, false)
+  }
+
+  /**
+   * Exactly one attempt: resolves `true` when granted, `false` when other
+   * owners hold it on so many servers that no majority could be had;
+   * rejects (LockAcquisitionError, with `servers`) for anything else.
+   */
+  tryAcquire (key, options) {
+    return this._acquire(key, options, undefined, true)
+  }
+
+  _acquire (key, options, fn, tryOnly) {
     const { signal, error } = signalOption(options)
     if (error !== undefined) return rejected(error, fn)
     if (this._locked || this._busy) return rejected(new LockAcquisitionError('Lock already held'), fn)
@@ -234,10 +247,10 @@ class QuorumLock {
     const ae = this._autoExtend
     this._holdId = ae === null ? 0 : keeper.holdId()
     const cancelId = signal === null ? 0 : keeper.cancelId()
-    const nums = [this.timeout, this.retries, this.delay, this.serverTimeout, this.retryJitter,
+    const nums = [this.timeout, tryOnly ? 0 : this.retries, this.delay, this.serverTimeout, this.retryJitter,
       this._flags(), this._holdId, keeper.envId(),
       keeper.maxLagMs(ae, this.timeout), ae === null ? 0 : (ae.maxHoldMs || 0), cancelId]
-    const ctx = { key, signal, onAbort: null, aborted: null }
+    const ctx = { key, signal, onAbort: null, aborted: null, tryOnly }
     let p = start(settleAcquire, this, ctx, this._submit(OP_ACQUIRE, key, nums))
     if (signal !== null) p = abortable(p, signal, ctx, key, cancelId)
     return fn === undefined ? p : p.nodeify(fn)
