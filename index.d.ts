@@ -228,6 +228,8 @@ export interface QuorumLock {
   validityMs(): number
   /** Aborted with a `LockLostError` when the current (or last) hold is lost; `null` before the first acquire. */
   readonly signal: AbortSignal | null
+  /** Releases the lock if it is held (`await using lock = createLock([...])`). */
+  [Symbol.asyncDispose](): PromiseLike<void>
 }
 
 /** Options for the optional `cause` of a lock error. */

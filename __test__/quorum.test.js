@@ -305,7 +305,9 @@ test('acquire(key, { signal }) on a quorum lock: an abort ends the wait at once;
   const t1 = Date.now()
   assert.equal(await two.tryAcquire(key), false)
   assert.ok(Date.now() - t1 < 500, 'one attempt, no retries')
-  await one.release()
+  await one[Symbol.asyncDispose]()
+  assert.equal(one._locked, false)
+  await one[Symbol.asyncDispose]() // not held: nothing to do
   // using() on several servers: autoExtend on a majority, released after.
   const value = await R.using(all(), key, { timeout: 600 }, async (signal) => {
     assert.equal(signal.aborted, false)

@@ -9,6 +9,7 @@
  */
 
 const { randomUUID } = require('crypto')
+const Promise = require('bluebird')
 const { start, rejected } = require('./operations')
 const { targetFor } = require('./targets')
 const { endpointName, keeperRemaining } = require('./native')
@@ -291,6 +292,11 @@ class QuorumLock {
    */
   get signal () {
     return holds.signalOf(this._hold)
+  }
+
+  /** Releases the lock if it is held (`await using lock = …`). */
+  [Symbol.asyncDispose] () {
+    return this._locked ? this.release() : Promise.resolve()
   }
 
   _flags () {
