@@ -22,13 +22,16 @@ function isSignal (s) {
  * anything but an options object is ignored; `signal` is read once, and a
  * getter that throws counts as none.
  */
+// The common case, without an allocation per acquire.
+const NO_SIGNAL = Object.freeze({ signal: null, error: undefined })
+
 function signalOption (options) {
-  if (options === null || typeof options !== 'object') return { signal: null }
+  if (options === null || typeof options !== 'object') return NO_SIGNAL
   let s
   try {
     s = options.signal
   } catch (_) {}
-  if (s === undefined || s === null) return { signal: null }
+  if (s === undefined || s === null) return NO_SIGNAL
   let ok = false
   try { ok = isSignal(s) } catch (_) {}
   if (!ok) {
