@@ -188,6 +188,14 @@ test('the Redisson face on the cluster: node-redisson\'s { clusters } config, re
     await sleep(1500)
     assert.equal(await w.isLocked(), true)
     await w.unlock()
+    // A name whose lock and channel would land in different slots: its
+    // unlock could never run (CROSSSLOT), so it is refused up front; the
+    // suggested hash-tagged name works.
+    assert.throws(() => r.getLock('cluster:{rs}:odd'), { name: 'TypeError', message: /different slots.*"\{cluster:\{rs\}:odd\}"/ })
+    const tagged = r.getLock('{cluster:{rs}:odd}')
+    assert.equal(await tagged.tryLock(0, 5000), true)
+    await tagged.unlock()
+    assert.equal(await tagged.isLocked(), false)
   } finally {
     await r.quit()
   }

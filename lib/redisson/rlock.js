@@ -32,6 +32,14 @@ function prefixName (prefix, name) {
   return `${prefix}:${name.startsWith('{') ? name : `{${name}}`}`
 }
 
+/** The part of `key` Redis Cluster hashes: its hash tag, else the whole key. */
+function hashed (key) {
+  const open = key.indexOf('{')
+  if (open < 0) return key
+  const close = key.indexOf('}', open + 1)
+  return close > open + 1 ? key.slice(open + 1, close) : key
+}
+
 function checkUnit (unit) {
   if (!(unit instanceof TimeUnit) && !(unit !== null && typeof unit === 'object' && typeof unit.toMillis === 'function')) {
     throw new TypeError(`unit must be a TimeUnit (TimeUnit.MILLISECONDS, SECONDS, MINUTES, HOURS or DAYS); got ${describe(unit)}`)
@@ -145,6 +153,12 @@ class RLock {
     this._channel = prefix + prefixName('redisson_lock__channel', name)
     this._field = `${redisson._id}:${this._clientId}`
     this._watchKey = `${redisson._target.endpoint}\n${this._key}\n${this._field}`
+    if (redisson._target.cluster && hashed(this._key) !== hashed(this._channel)) {
+      // The unlock script touches the lock, its channel and its latch: on a
+      // cluster they must share a slot, or every unlock fails (CROSSSLOT)
+      // and the lock is stuck until its lease ends.
+      throw new TypeError(`getLock(name): on Redis Cluster the lock ${JSON.stringify(name)} and its channel ${JSON.stringify(this._channel)} would hash to different slots (node-redisson's naming), so its unlock would fail; use a name that starts with a hash tag, such as ${JSON.stringify(`{${name}}`)}`)
+    }
     // Successful locks minus unlocks through this object, and its hold.
     this._count = 0
     this._hold = null
