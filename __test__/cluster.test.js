@@ -74,6 +74,19 @@ test('an ioredis Cluster (with keyPrefix) and a node-redis cluster client are re
   }
 })
 
+/** Locks `a` and `b` take turns on 6 keys under `prefix`, each refused while the other holds; `get(key)` reads the cluster. */
+async function excludeEachOther (a, b, prefix, get) {
+  for (let i = 0; i < 6; i++) {
+    const key = `${prefix}:${i}`
+    await a.acquire(key)
+    assert.equal(await get(key), a._id)
+    await assert.rejects(b.acquire(key), { name: 'LockAcquisitionError' })
+    await a.release()
+    await b.acquire(key)
+    await b.release()
+  }
+}
+
 test('a password-protected cluster: the credentials are read from a connected node-redis cluster client and an ioredis Cluster', async () => {
   const secured = await startCluster({ masters: 3, password: 'cluster-secret' })
   const nodeCluster = createCluster({ rootNodes: [{ url: `redis://${secured.seeds[0]}` }], defaults: { password: 'cluster-secret' } })
@@ -83,15 +96,7 @@ test('a password-protected cluster: the credentials are read from a connected no
     await nodeCluster.connect()
     const a = R.createLock(nodeCluster, { timeout: 5000 })
     const b = R.createLock(ioCluster, { timeout: 5000 })
-    for (let i = 0; i < 6; i++) {
-      const key = `cluster:secured:${i}`
-      await a.acquire(key)
-      assert.equal(await nodeCluster.get(key), a._id)
-      await assert.rejects(b.acquire(key), { name: 'LockAcquisitionError' })
-      await a.release()
-      await b.acquire(key)
-      await b.release()
-    }
+    await excludeEachOther(a, b, 'cluster:secured', (key) => nodeCluster.get(key))
     // Without the password: refused by the servers, with a clear error.
     const anonymous = R.createLock({ cluster: secured.seeds, connectTimeout: 500 })
     const err = await anonymous.acquire('cluster:secured:x').catch((e) => e)
@@ -112,15 +117,7 @@ test('a TLS-only cluster with a custom CA: { cluster, tls: { ca } } and an iored
   try {
     const a = R.createLock({ cluster: secured.seeds, tls: { ca: certs.ca } }, { timeout: 5000 })
     const b = R.createLock(ioCluster, { timeout: 5000 })
-    for (let i = 0; i < 6; i++) {
-      const key = `cluster:tls:${i}`
-      await a.acquire(key)
-      assert.equal(await ioCluster.get(key), a._id)
-      await assert.rejects(b.acquire(key), { name: 'LockAcquisitionError' })
-      await a.release()
-      await b.acquire(key)
-      await b.release()
-    }
+    await excludeEachOther(a, b, 'cluster:tls', (key) => ioCluster.get(key))
     // An unrelated CA is not enough: verification stays on.
     const untrusting = R.createLock({ cluster: secured.seeds, tls: { ca: certs.other }, connectTimeout: 1000 })
     await assert.rejects(untrusting.acquire('cluster:tls:x'), { name: 'LockAcquisitionError' })
