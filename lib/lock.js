@@ -33,13 +33,7 @@ const kExtra = Symbol('redislock-rs.extra')
 // The current (or last) hold: see newHold.
 const kHold = Symbol('redislock-rs.hold')
 
-// lockx operation codes and option bits (src/node/lockx.rs).
-const OP_ACQUIRE = 0
-const OP_RELEASE = 1
-const OP_EXTEND = 2
-const F_FENCING = 1
-const F_WAKE = 2
-const F_KEEP = 4
+const { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, F_FENCING, F_WAKE, F_KEEP } = require('./codes')
 // Not a native bit: marks a hold whose extend must go through lockx.
 const F_REPLICAS = 8
 const now = () => performance.now()

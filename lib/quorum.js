@@ -19,12 +19,7 @@ const holds = require('./holds')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('./errors')
 const { signalOption, abortedError, abortable } = require('./abort')
 
-const OP_ACQUIRE = 0
-const OP_RELEASE = 1
-const OP_EXTEND = 2
-// Option bits (src/node/quorum.rs).
-const F_WAKE = 2
-const F_KEEP = 4
+const { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, F_WAKE, F_KEEP } = require('./codes')
 const now = () => performance.now()
 
 /** The native report: { granted, validityMs, attempts, servers: [{ outcome, error? }] }. */
@@ -37,6 +32,9 @@ function parse (value) {
   })
   return { granted: granted === '1', validityMs: Number(validity), attempts: Number(attempts), servers }
 }
+
+/** How many of `n` servers are a majority. */
+const majority = (n) => Math.floor(n / 2) + 1
 
 /** "2 acquired, 3 held by another owner" */
 function tally (servers) {
@@ -71,7 +69,7 @@ function settleAcquire (lock, ctx, outcome, err, resolve, reject, value) {
   if (err) return reject(wrapError(err, LockAcquisitionError))
   const r = parse(value)
   const n = r.servers.length
-  const need = Math.floor(n / 2) + 1
+  const need = majority(n)
   if (ctx.aborted !== null) {
     // Aborted while the winning attempt was in flight: give it back.
     if (r.granted) start(quietly, lock, key, lock._submit(OP_RELEASE, key, [lock.timeout, lock.serverTimeout, lock._flags()]))
@@ -112,7 +110,7 @@ function settleRelease (lock, key, outcome, err, resolve, reject, value) {
     holds.lose(lock._hold, lostReason(r), key)
     const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
       ? `Lock on "${key}" had expired`
-      : `Lock on "${key}" was released on ${done} of ${n} servers, needed ${Math.floor(n / 2) + 1}: ${tally(r.servers)} (the rest expire by their TTL)`
+      : `Lock on "${key}" was released on ${done} of ${n} servers, needed ${majority(n)}: ${tally(r.servers)} (the rest expire by their TTL)`
     return reject(withServers(new LockReleaseError(msg), lock, r))
   }
   resolve()
@@ -131,14 +129,15 @@ function settleExtend (lock, key, outcome, err, resolve, reject, value) {
   const done = r.servers.filter((s) => s.outcome === 'extended').length
   const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
     ? `Lock on "${key}" had expired`
-    : `Lock on "${key}" could not be extended (extended on ${done} of ${n} servers, needed ${Math.floor(n / 2) + 1}: ${tally(r.servers)}${r.validityMs <= 0 ? `; no validity left: ${r.validityMs} ms` : ''}); it is lost and was released everywhere`
+    : `Lock on "${key}" could not be extended (extended on ${done} of ${n} servers, needed ${majority(n)}: ${tally(r.servers)}${r.validityMs <= 0 ? `; no validity left: ${r.validityMs} ms` : ''}); it is lost and was released everywhere`
   reject(withServers(new LockExtendError(msg), lock, r))
 }
 
 /** Why a failed release or extend lost the lock: gone on a majority, or not confirmed. */
 function lostReason (report) {
   const notOurs = report.servers.filter((s) => s.outcome === 'not-ours').length
-  return notOurs > report.servers.length - (Math.floor(report.servers.length / 2) + 1) ? 'expired' : 'renewal-failed'
+  const n = report.servers.length
+  return notOurs > n - majority(n) ? 'expired' : 'renewal-failed'
 }
 
 function forget (lock) {

@@ -11,7 +11,7 @@ const { start } = require('./operations')
 const { targetFor } = require('./targets')
 const { LockAcquisitionError, wrapError } = require('./errors')
 
-const OP_INSPECT = 3
+const { OP_INSPECT } = require('./codes')
 
 /**
  * Acquires `key` (autoExtend on unless `options.autoExtend` says

@@ -16,6 +16,7 @@ pub mod quorum;
 pub mod reentrant;
 pub mod replicas;
 pub mod resp;
+mod retry;
 pub mod scripts;
 pub mod timer;
 pub mod wakeups;

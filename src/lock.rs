@@ -10,19 +10,19 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::future::{select, Either};
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::replicas::{self, Replicas};
+use crate::retry::{retry, Attempt, Schedule};
 use crate::scripts::{
     Lua, DEL_IF_EQUAL, DEL_IF_EQUAL_ANNOUNCE_SCRIPT, DEL_IF_EQUAL_SCRIPT, FENCED_SET_SCRIPT,
     PEXPIRE_IF_EQUAL_SCRIPT,
 };
 use crate::timer::Timer;
-use crate::wakeups::{Subscription, Wakeups};
+use crate::wakeups::Wakeups;
 
 /// Longest TTL or extension accepted, in ms (JavaScript's safe integers).
 pub const MAX_MS: u64 = (1 << 53) - 1;
@@ -167,56 +167,6 @@ pub struct Grant<'a> {
     pub replicas: Option<Replicas>,
 }
 
-/// What ended a pause between attempts.
-enum Woke {
-    Timer,
-    Release,
-    Cancelled,
-    SubscriberFailed,
-}
-
-/// Sleeps `rest`, or less: until a release on `sub` or a cancel.
-async fn pause(
-    timer: &dyn Timer,
-    rest: Duration,
-    sub: Option<&mut Subscription>,
-    cancel: Option<&Cancel>,
-) -> Woke {
-    if cancel.is_some_and(Cancel::is_cancelled) {
-        return Woke::Cancelled;
-    }
-    if sub.is_none() && cancel.is_none() {
-        // redislock's own retry: just the pause.
-        wait_before_retry(timer, rest).await;
-        return Woke::Timer;
-    }
-    if rest.is_zero() {
-        return Woke::Timer;
-    }
-    let sleep = timer.sleep(rest);
-    let stop = std::pin::pin!(async {
-        match cancel {
-            Some(c) => c.cancelled().await,
-            None => std::future::pending().await,
-        }
-    });
-    match sub {
-        Some(s) => {
-            let woken = std::pin::pin!(s.wait());
-            match select(select(woken, sleep), stop).await {
-                Either::Left((Either::Left((Ok(()), _)), _)) => Woke::Release,
-                Either::Left((Either::Left((Err(_), _)), _)) => Woke::SubscriberFailed,
-                Either::Left((Either::Right(_), _)) => Woke::Timer,
-                Either::Right(_) => Woke::Cancelled,
-            }
-        }
-        None => match select(sleep, stop).await {
-            Either::Left(_) => Woke::Timer,
-            Either::Right(_) => Woke::Cancelled,
-        },
-    }
-}
-
 /// A grant: when its winning attempt was sent (the lease runs from no
 /// earlier than that) and its fencing token, if any.
 #[derive(Clone, Copy, Debug)]
@@ -226,14 +176,8 @@ pub struct Granted {
 }
 
 /// [`acquire`] with the options of [`Grant`]. `None` when every attempt
-/// found the lock held.
-///
-/// With `wake`, a waiter subscribes after its first failed attempt and
-/// tries again at once (a release between the two is not missed); then each
-/// pause of `delay` also ends when a release is announced, for an attempt
-/// that does not count as a retry. The pauses keep their schedule, so the
-/// whole wait never exceeds `retries × delay`. If subscribing fails, the
-/// wait falls back to polling every `delay`.
+/// found the lock held (or the wait was cancelled). Retries, wake-ups and
+/// the cancel follow `retry::retry`.
 pub async fn acquire_with<C: ConnectionLike>(
     conn: &mut C,
     timer: &dyn Timer,
@@ -251,47 +195,41 @@ pub async fn acquire_with<C: ConnectionLike>(
         // before writing anything.
         replicas::check_available(conn, want, key).await?;
     }
-    let mut left = opts.retries;
-    let mut sub: Option<Subscription> = None;
-    loop {
-        if let Some(g) = attempt_with(conn, key, token, opts.ttl_ms, grant).await? {
-            return Ok(Some(g));
-        }
-        left = match left {
-            Retries::Count(0) => return Ok(None),
-            Retries::Count(n) => Retries::Count(n - 1),
-            Retries::Forever => Retries::Forever,
-        };
-        if let (None, Some((wakeups, channel))) = (&sub, grant.wake) {
-            if let Ok(mut s) = wakeups.subscribe(channel).await {
-                s.mark();
-                if let Some(g) = attempt_with(conn, key, token, opts.ttl_ms, grant).await? {
-                    return Ok(Some(g));
-                }
-                sub = Some(s);
-            }
-        }
-        let until = Instant::now() + opts.delay;
-        loop {
-            let rest = until.saturating_duration_since(Instant::now());
-            match pause(timer, rest, sub.as_mut(), grant.cancel).await {
-                Woke::Cancelled => return Ok(None),
-                // The subscriber failed: poll for the rest of the pause.
-                Woke::SubscriberFailed => sub = None,
-                Woke::Timer => break,
-                Woke::Release => {
-                    if let Some(s) = sub.as_mut() {
-                        s.mark();
-                    }
-                    if let Some(g) = attempt_with(conn, key, token, opts.ttl_ms, grant).await? {
-                        return Ok(Some(g));
-                    }
-                }
-            }
-        }
-        if grant.cancel.is_some_and(Cancel::is_cancelled) {
-            return Ok(None);
-        }
+    let schedule = Schedule {
+        retries: opts.retries,
+        delay: opts.delay,
+        jitter: Duration::ZERO,
+    };
+    let wake = grant
+        .wake
+        .map(|(wakeups, channel)| (std::slice::from_ref(wakeups), channel));
+    let mut one = OneServer {
+        conn,
+        key,
+        token,
+        ttl_ms: opts.ttl_ms,
+        grant,
+    };
+    let waited = retry(&mut one, timer, &schedule, &|| 0.0, wake, grant.cancel).await?;
+    Ok(waited.outcome.ok())
+}
+
+/// An attempt on one server (see [`attempt_with`]).
+struct OneServer<'a, C> {
+    conn: &'a mut C,
+    key: &'a str,
+    token: &'a str,
+    ttl_ms: u64,
+    grant: Grant<'a>,
+}
+
+impl<C: ConnectionLike> Attempt for OneServer<'_, C> {
+    type Won = Granted;
+    type Lost = ();
+
+    async fn attempt(&mut self) -> Result<std::result::Result<Granted, ()>> {
+        let got = attempt_with(self.conn, self.key, self.token, self.ttl_ms, self.grant).await?;
+        Ok(got.ok_or(()))
     }
 }
 
@@ -463,14 +401,6 @@ async fn release_after_timeout<C: ConnectionLike>(
         .query_async(conn)
         .await?;
     Ok(n == 1)
-}
-
-/// The pause between two attempts. One place, so that waking on a release
-/// announcement can later race this sleep.
-async fn wait_before_retry(timer: &dyn Timer, delay: Duration) {
-    if !delay.is_zero() {
-        timer.sleep(delay).await;
-    }
 }
 
 /// Deletes `key` if it still holds `token`. `false`: it did not (expired or

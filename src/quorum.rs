@@ -26,8 +26,9 @@ use std::sync::Arc;
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::lock::{self, Retries, MAX_MS};
+use crate::retry::{retry, Attempt, Schedule};
 use crate::timer::Timer;
-use crate::wakeups::{AnyRelease, Wakeups};
+use crate::wakeups::Wakeups;
 
 /// What one server did in one step.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -179,15 +180,9 @@ where
 }
 
 /// Takes `key` for `token` on a majority of the `n` servers, retrying as
-/// `opts` says. `random` gives a number in 0..1 for the jitter.
-///
-/// With `wake` (each server's wake-up source and the release channel), a
-/// waiter subscribes on every server after its first failed attempt and
-/// tries again at once; then each pause also ends when a release is
-/// announced on any server, for an attempt that does not count as a retry.
-/// The pauses keep their schedule, as for one server (`lock::acquire_with`).
-/// A `cancel` ends the wait at once (no attempt starts after it; one in
-/// flight finishes and is reported).
+/// `opts` says (with `wake` and `cancel` as `retry::retry` takes them:
+/// each server's wake-up source and the release channel, and the wait's
+/// cancel switch). `random` gives a number in 0..1 for the jitter.
 #[allow(clippy::too_many_arguments)]
 pub async fn acquire<C, F, Fut>(
     n: usize,
@@ -206,96 +201,60 @@ where
     Fut: Future<Output = Result<C>>,
 {
     check(n, key, opts.ttl_ms)?;
-    let mut left = opts.retries;
-    let mut attempts = 0;
-    let mut sub: Option<AnyRelease> = None;
-    let done = |mut r: Report, attempts: u64| {
-        r.attempts = attempts;
-        Ok(r)
+    let schedule = Schedule {
+        retries: opts.retries,
+        delay: opts.delay,
+        jitter: opts.jitter,
     };
-    loop {
-        attempts += 1;
-        let report = attempt(n, &connect, timer, key, token, opts).await;
-        if report.granted {
-            return done(report, attempts);
-        }
-        let cancelled = || cancel.is_some_and(Cancel::is_cancelled);
-        left = match left {
-            Retries::Count(0) => return done(report, attempts),
-            _ if cancelled() => return done(report, attempts),
-            Retries::Count(k) => Retries::Count(k - 1),
-            Retries::Forever => Retries::Forever,
-        };
-        if let (None, Some((sources, channel))) = (&sub, wake) {
-            if let Some(mut s) = AnyRelease::subscribe(sources, channel).await {
-                // Subscribed now: a release since the failed attempt is
-                // caught by this one.
-                s.mark();
-                attempts += 1;
-                let report = attempt(n, &connect, timer, key, token, opts).await;
-                if report.granted {
-                    return done(report, attempts);
-                }
-                sub = Some(s);
-            }
-        }
-        let jitter = opts.jitter.mul_f64(random().clamp(0.0, 1.0));
-        let until = Instant::now() + opts.delay + jitter;
-        loop {
-            let rest = until.saturating_duration_since(Instant::now());
-            if rest.is_zero() {
-                break;
-            }
-            let stop = std::pin::pin!(async {
-                match cancel {
-                    Some(c) => c.cancelled().await,
-                    None => std::future::pending().await,
-                }
-            });
-            let woke = {
-                let released = std::pin::pin!(async {
-                    match sub.as_mut() {
-                        Some(s) => s.wait().await.is_ok(),
-                        None => std::future::pending().await,
-                    }
-                });
-                let sleep = timer.sleep(rest);
-                match select(select(released, sleep), stop).await {
-                    Either::Left((Either::Left((true, _)), _)) => Woke::Release,
-                    Either::Left((Either::Left((false, _)), _)) => Woke::SubscriberFailed,
-                    Either::Left((Either::Right(_), _)) => Woke::Timer,
-                    Either::Right(_) => Woke::Cancelled,
-                }
-            };
-            match woke {
-                Woke::Release => {
-                    if let Some(s) = sub.as_mut() {
-                        s.mark();
-                    }
-                    attempts += 1;
-                    let report = attempt(n, &connect, timer, key, token, opts).await;
-                    if report.granted || cancelled() {
-                        return done(report, attempts);
-                    }
-                }
-                // Every subscriber failed: poll for the rest of the pause.
-                Woke::SubscriberFailed => sub = None,
-                Woke::Timer => break,
-                Woke::Cancelled => return done(report, attempts),
-            }
-        }
-        if cancelled() {
-            return done(report, attempts);
-        }
-    }
+    let mut majority = Majority {
+        n,
+        connect: &connect,
+        timer,
+        key,
+        token,
+        opts,
+    };
+    let waited = retry(&mut majority, timer, &schedule, random, wake, cancel).await?;
+    let (Ok(mut report) | Err(mut report)) = waited.outcome;
+    report.attempts = waited.attempts;
+    Ok(report)
 }
 
-/// What ended a pause between attempts.
-enum Woke {
-    Timer,
-    Release,
-    SubscriberFailed,
-    Cancelled,
+/// An attempt on a majority (see [`attempt`]): won when granted.
+struct Majority<'a, F> {
+    n: usize,
+    connect: &'a F,
+    timer: &'a dyn Timer,
+    key: &'a str,
+    token: &'a str,
+    opts: &'a QuorumOptions,
+}
+
+impl<C, F, Fut> Attempt for Majority<'_, F>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    type Won = Report;
+    type Lost = Report;
+
+    async fn attempt(&mut self) -> Result<std::result::Result<Report, Report>> {
+        let report = attempt(
+            self.n,
+            self.connect,
+            self.timer,
+            self.key,
+            self.token,
+            self.opts,
+        )
+        .await;
+        Ok(if report.granted {
+            Ok(report)
+        } else {
+            Err(report)
+        })
+    }
 }
 
 /// One attempt: `SET NX` on every server at once; granted on a majority

@@ -33,8 +33,8 @@ const INSPECT: u32 = 3;
 
 /// Option bits.
 const FENCING: u32 = 1;
-const WAKE: u32 = 2;
-const KEEP: u32 = 4;
+pub(crate) const WAKE: u32 = 2;
+pub(crate) const KEEP: u32 = 4;
 
 /// Helper names, in the lock key's hash slot (see keys.rs).
 const FENCING_SUFFIX: &str = "redislock-rs:fencing";

@@ -9,7 +9,8 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 
 use super::done::Reply;
-use super::lockx::CancelSlot;
+// The option bits a quorum lock takes (KEEP, WAKE) are lockx's.
+use super::lockx::{CancelSlot, KEEP, WAKE};
 use super::redisson::{poke, rt, wakeups};
 use super::Target;
 use crate::error::{Error, Result};
@@ -23,10 +24,6 @@ use crate::wakeups::Source;
 const ACQUIRE: u32 = 0;
 const RELEASE: u32 = 1;
 const EXTEND: u32 = 2;
-
-/// Option bits (those of lockx.rs that a quorum lock takes).
-const WAKE: u32 = 2;
-const KEEP: u32 = 4;
 
 /// The release channel of `key` (as for one server: lockx.rs).
 fn channel(key: &str) -> Result<String> {
