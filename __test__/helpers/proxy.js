@@ -11,12 +11,13 @@
  * commands that match a pattern (`holdBack(/SUBSCRIBE/, ms)`), or what Redis
  * sends that matches one (`holdBackReplies(/message/, ms)`). Chunks keep
  * their order in each direction whatever is delayed. Listens on 127.0.0.1 on
- * a free port.
+ * a free port, or on the Unix socket `listenPath`; forwards to
+ * `targetHost:targetPort`, or to the Unix socket `targetPath`.
  */
 
 const net = require('net')
 
-async function startProxy (targetPort, targetHost = '127.0.0.1') {
+async function startProxy (targetPort, targetHost = '127.0.0.1', { listenPath, targetPath } = {}) {
   const pairs = new Set()
   let mode = 'forward'
   let delayMs = 0
@@ -73,7 +74,7 @@ async function startProxy (targetPort, targetHost = '127.0.0.1') {
       client.on('close', () => pairs.delete(pair))
       return
     }
-    const upstream = net.connect(targetPort, targetHost)
+    const upstream = targetPath ? net.connect(targetPath) : net.connect(targetPort, targetHost)
     const pair = { client, upstream, timers: new Set() }
     pairs.add(pair)
     client.setNoDelay(true)
@@ -94,12 +95,15 @@ async function startProxy (targetPort, targetHost = '127.0.0.1') {
 
   await new Promise((resolve, reject) => {
     server.once('error', reject)
-    server.listen(0, '127.0.0.1', resolve)
+    if (listenPath) server.listen(listenPath, resolve)
+    else server.listen(0, '127.0.0.1', resolve)
   })
-  const port = server.address().port
+  const port = listenPath ? null : server.address().port
 
   return {
     port,
+    /** The Unix socket it listens on, with `listenPath`. */
+    path: listenPath || null,
     url: `redis://127.0.0.1:${port}`,
     /** Connections accepted so far. */
     get accepted () { return accepted },
@@ -128,7 +132,8 @@ async function startProxy (targetPort, targetHost = '127.0.0.1') {
     drop (reset = true) {
       for (const pair of [...pairs]) {
         for (const t of pair.timers) clearTimeout(t)
-        if (reset && typeof pair.client.resetAndDestroy === 'function') pair.client.resetAndDestroy()
+        // A Unix socket has no RST: resetAndDestroy throws there.
+        if (reset && !pair.client.destroyed && pair.client.remoteAddress !== undefined) pair.client.resetAndDestroy()
         else pair.client.destroy()
         if (pair.upstream) pair.upstream.destroy()
         pairs.delete(pair)

@@ -459,7 +459,7 @@ impl Conn {
     /// on the wheel fires harmlessly and re-arms.)
     fn arm_check(conn: &Rc<RefCell<Conn>>, engine: &Engine) {
         let mut c = conn.borrow_mut();
-        let next = if c.phase == Phase::Open {
+        let next = if c.handshaken {
             c.pending
                 .iter()
                 .find(|p| p.tx.is_some() || p.handshake)
@@ -479,23 +479,22 @@ impl Conn {
     pub(crate) fn check_deadlines(conn: &Rc<RefCell<Conn>>, engine: &Engine, now: Instant) {
         let mut c = conn.borrow_mut();
         c.check_at = None;
-        // Connecting (socket, TLS, AUTH/SELECT) is bounded by the connect
-        // timeout: a connect failure, not a command timeout.
-        let connecting = c.phase != Phase::Open;
-        let stalled = if connecting {
-            now >= c.connect_deadline
-        } else {
-            // Handshake entries lead the queue.
-            c.pending
-                .front()
-                .is_some_and(|p| p.handshake && p.deadline <= now)
-        };
-        if stalled {
+        // Connecting (socket, TLS handshake, AUTH/SELECT) is bounded by the
+        // connect timeout: a connect failure, not a command timeout. A TCP
+        // connection that is up is not yet usable: a server that accepts
+        // and never answers the TLS handshake must time out here too.
+        if !c.handshaken {
+            if now < c.connect_deadline {
+                drop(c);
+                return Conn::arm_check(conn, engine);
+            }
             let ms = c.endpoint.connect_timeout.as_millis();
-            let during = if connecting {
-                ""
-            } else {
-                " (no reply to AUTH/SELECT)"
+            let during = match c.phase {
+                Phase::Open if c.tls.as_ref().is_some_and(|t| t.is_handshaking()) => {
+                    " (no TLS handshake)"
+                }
+                Phase::Open => " (no reply to AUTH/SELECT)",
+                _ => "",
             };
             drop(c);
             return Conn::fail(
@@ -504,10 +503,6 @@ impl Conn {
                 io::ErrorKind::NotConnected,
                 &format!("timed out after {ms} ms{during}"),
             );
-        }
-        if connecting {
-            drop(c);
-            return Conn::arm_check(conn, engine);
         }
         let mut expired = Vec::new();
         for p in c.pending.iter_mut() {
@@ -611,16 +606,20 @@ impl Conn {
             }
         }
         let done = self.written == self.out.len();
-        if done {
-            self.out.clear();
-            self.written = 0;
-        }
+        compact(&mut self.out, &mut self.written);
         Ok(done)
     }
 
-    /// Hands buffered commands to the TLS session (which holds them until
-    /// its handshake is done) and writes what it has to send; `Ok(true)`
-    /// when nothing is left to write.
+    /// Hands buffered commands to the TLS session and writes the records it
+    /// has to send; `Ok(true)` when the socket has nothing more to take now
+    /// (commands may still wait for the handshake: the read side resumes
+    /// them once it is done, see `read`).
+    ///
+    /// Plaintext goes in only after the handshake: before it, rustls holds
+    /// at most its buffer limit of plaintext and then takes nothing
+    /// (`Ok(0)`) while wanting to write nothing either, so a loop that waits
+    /// for it to take more spins forever (issue 18's TLS freeze). Every
+    /// pass must move bytes; one that moves none ends the loop.
     fn write_tls(&mut self) -> Result<bool, (io::ErrorKind, String)> {
         let Conn {
             sock,
@@ -633,17 +632,24 @@ impl Conn {
             return Ok(true);
         };
         loop {
-            while *written < out.len() {
-                match io::Write::write(&mut tls.writer(), &out[*written..]) {
-                    Ok(0) => break, // its buffer is full: send first
-                    Ok(n) => *written += n,
-                    Err(e) => return Err((e.kind(), e.to_string())),
+            let mut moved = false;
+            if !tls.is_handshaking() {
+                while *written < out.len() {
+                    match io::Write::write(&mut tls.writer(), &out[*written..]) {
+                        Ok(0) => break, // its buffer is full: send first
+                        Ok(n) => {
+                            *written += n;
+                            moved = true;
+                        }
+                        Err(e) => return Err((e.kind(), e.to_string())),
+                    }
                 }
             }
             let mut blocked = false;
             while tls.wants_write() {
                 match tls.write_tls(&mut &*sock) {
-                    Ok(_) => {}
+                    Ok(0) => return Err((io::ErrorKind::WriteZero, "socket closed".to_owned())),
+                    Ok(_) => moved = true,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         blocked = true;
                         break;
@@ -652,15 +658,12 @@ impl Conn {
                     Err(e) => return Err((e.kind(), e.to_string())),
                 }
             }
-            if blocked || *written == out.len() {
+            if blocked || !moved || *written == out.len() {
                 break;
             }
         }
-        if *written == out.len() {
-            out.clear();
-            *written = 0;
-        }
-        Ok(out.is_empty() && !tls.wants_write())
+        compact(out, written);
+        Ok(!tls.wants_write())
     }
 
     /// A readiness event from the poll handle.
@@ -817,6 +820,9 @@ impl Conn {
             }
         }
         c.input.drain(..at);
+        if c.input.is_empty() && c.input.capacity() > SHRINK_ABOVE {
+            c.input.shrink_to(READ_CHUNK);
+        }
         let mut handshake_error = None;
         let mut delivered = Vec::with_capacity(replies.len());
         for value in replies {
@@ -837,8 +843,12 @@ impl Conn {
         if handshake_error.is_none() {
             c.wake_ready();
         }
-        // TLS may have something to send now (handshake, commands it held).
-        let tls_pending = c.tls.as_ref().is_some_and(|t| t.wants_write());
+        // TLS may have something to send now (its handshake), or be done with
+        // it, so that the commands held back for it can go.
+        let tls_pending = c
+            .tls
+            .as_ref()
+            .is_some_and(|t| t.wants_write() || (!t.is_handshaking() && c.written < c.out.len()));
         let retired_idle = c.retired && c.pending.iter().all(|p| p.tx.is_none());
         let (id, endpoint) = (c.id, c.endpoint_id);
         drop(c);
@@ -863,6 +873,26 @@ impl Conn {
         }
     }
 }
+
+/// Drops what was written from the front of `out`: all of it once drained,
+/// else once the written part is the larger half (so a socket that keeps
+/// up only partly does not grow the buffer without end). A buffer a spike
+/// grew is given back once drained.
+fn compact(out: &mut Vec<u8>, written: &mut usize) {
+    if *written == out.len() {
+        out.clear();
+        *written = 0;
+        if out.capacity() > SHRINK_ABOVE {
+            out.shrink_to(READ_CHUNK);
+        }
+    } else if *written > out.len() / 2 {
+        out.drain(..*written);
+        *written = 0;
+    }
+}
+
+/// Buffers larger than this are shrunk back once empty.
+const SHRINK_ABOVE: usize = 4 << 20;
 
 /// `EINPROGRESS`: a non-blocking connect under way.
 #[cfg(any(target_os = "linux", target_os = "android"))]
