@@ -105,6 +105,19 @@ export interface ConnectOptions {
 /** How an endpoint is named in errors (`host:port/db`, `unix:path/db`). */
 export declare function endpointName(endpoint: number): string
 
+/** This thread's JS-thread engine's [`EngineStats`]; `null` when none runs. */
+export declare function engineStats(): EngineStats | null
+
+/**
+ * What this thread's JS-thread engine holds right now (for tests and
+ * diagnostics): timers on its wheel, live tasks, open connections.
+ */
+export interface EngineStats {
+  timers: number
+  tasks: number
+  connections: number
+}
+
 /**
  * Stops keeping the lease of `key` for `token` without touching Redis (the
  * lock object was garbage-collected while held: the key expires by TTL).

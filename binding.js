@@ -839,6 +839,7 @@ module.exports.Completer = nativeBinding.Completer
 module.exports.LoopEngine = nativeBinding.LoopEngine
 module.exports.RedisConnection = nativeBinding.RedisConnection
 module.exports.endpointName = nativeBinding.endpointName
+module.exports.engineStats = nativeBinding.engineStats
 module.exports.keeperDrop = nativeBinding.keeperDrop
 module.exports.keeperEnv = nativeBinding.keeperEnv
 module.exports.keeperPoll = nativeBinding.keeperPoll

@@ -19,113 +19,146 @@
  */
 
 const Promise = require('bluebird')
-const { Completer, LoopEngine, loopAcquire, loopRelease, loopExtend, loopRedisson, loopLockx, loopQuorum } = require('./native')
+const native = require('./native')
 
 const ENGINES = ['js', 'tokio']
 const requested = process.env.REDISLOCK_RS_ENGINE || undefined
 if (requested !== undefined && !ENGINES.includes(requested)) {
   throw new TypeError(`REDISLOCK_RS_ENGINE must be one of ${ENGINES.join(', ')}; got ${JSON.stringify(requested)}`)
 }
-// Bun exports libuv's symbols but aborts in them; Deno has no uv_poll.
-// The engine is built for Unix only: elsewhere the binding has no LoopEngine.
-const loopPossible = typeof process.versions.bun !== 'string' && typeof globalThis.Deno === 'undefined' &&
-  typeof LoopEngine === 'function' && LoopEngine.available()
-if (requested === 'js' && !loopPossible) {
-  throw new Error('REDISLOCK_RS_ENGINE=js, but the JS-thread engine cannot run here (it needs Node\'s libuv on a Unix platform)')
-}
-const useLoop = loopPossible && requested !== 'tokio'
-
-// A pending operation is a slot: [settle, lock, key, resolve, reject].
-const slots = []
-const freeIds = []
-let inflight = 0
-let tokioEngine = null
-let loopEngine = null
 
 /**
- * The engine for new locks: an object with `acquire`/`release`/
- * `extend(endpointId, id, ...)`. The JS-thread engine serves every endpoint
- * (TCP, Unix sockets, TLS); chosen once per connection object (lock.js).
+ * The pending operations of this environment, with the engines they run
+ * on: one table per loaded addon, kept on the addon's exports. Two copies
+ * of this package over one loaded `.node` (two installs resolving one
+ * hoisted platform package, a test runner that resets its module
+ * registry) share the addon's engines, and so share this table: with a
+ * table each, both would number operations from 0 and one copy's results
+ * would settle the other's promises.
  */
-function engineFor () {
-  if (useLoop) {
-    if (loopEngine === null) {
-      // Registers this environment's onDone; the operations are plain
-      // functions (no class to unwrap per call).
-      new LoopEngine(onDone) // eslint-disable-line no-new
-      loopEngine = { acquire: loopAcquire, release: loopRelease, extend: loopExtend, redisson: loopRedisson, lockx: loopLockx, quorum: loopQuorum }
+const SHARED = Symbol.for('redislock-rs.operations')
+module.exports = native[SHARED] || share(makeOperations(native))
+
+function share (ops) {
+  Object.defineProperty(native, SHARED, { value: ops })
+  return ops
+}
+
+function makeOperations ({ Completer, LoopEngine, loopAcquire, loopRelease, loopExtend, loopRedisson, loopLockx, loopQuorum }) {
+  // Bun exports libuv's symbols but aborts in them; Deno has no uv_poll.
+  // The engine is built for Unix only: elsewhere the binding has no LoopEngine.
+  const loopPossible = typeof process.versions.bun !== 'string' && typeof globalThis.Deno === 'undefined' &&
+    typeof LoopEngine === 'function' && LoopEngine.available()
+  if (requested === 'js' && !loopPossible) {
+    throw new Error('REDISLOCK_RS_ENGINE=js, but the JS-thread engine cannot run here (it needs Node\'s libuv on a Unix platform)')
+  }
+  const useLoop = loopPossible && requested !== 'tokio'
+
+  // A pending operation is a slot: [settle, lock, key, resolve, reject].
+  const slots = []
+  const freeIds = []
+  let inflight = 0
+  let tokioEngine = null
+  let loopEngine = null
+
+  /**
+   * The engine for new locks: an object with `acquire`/`release`/
+   * `extend(endpointId, id, ...)`. The JS-thread engine serves every endpoint
+   * (TCP, Unix sockets, TLS); chosen once per connection object (lock.js).
+   */
+  function engineFor () {
+    if (useLoop) {
+      if (loopEngine === null) {
+        // Registers this environment's onDone; the operations are plain
+        // functions (no class to unwrap per call).
+        new LoopEngine(onDone) // eslint-disable-line no-new
+        loopEngine = { acquire: loopAcquire, release: loopRelease, extend: loopExtend, redisson: loopRedisson, lockx: loopLockx, quorum: loopQuorum }
+      }
+      return loopEngine
     }
-    return loopEngine
+    return tokioEngineFor()
   }
-  return tokioEngineFor()
-}
 
-/** The tokio engine (Redis Cluster endpoints always use it). */
-function tokioEngineFor () {
-  return tokioEngine || (tokioEngine = new Completer(onDone))
-}
-
-/** The engine new operations use: 'js' or 'tokio'. */
-function defaultEngine () {
-  return useLoop ? 'js' : 'tokio'
-}
-
-const keepAlive = setInterval(function () {}, 0x7fffffff)
-keepAlive.unref()
-
-/**
- * Called by the native side with the finished operations: each code is
- * `id << 2 | outcome` (0 = false, 1 = true, 2 = error, whose message is the
- * next string in `errors`, 3 = true with a value, the next string in
- * `errors`: see src/node/done.rs). `settle` gets the outcome as a number
- * (0, 1 or 3), and the value.
- */
-function onDone (codes, errors) {
-  let e = 0
-  const n = codes.length
-  inflight -= n
-  if (inflight === 0) keepAlive.unref()
-  for (let i = 0; i < n; i++) {
-    const code = codes[i]
-    const id = code >>> 2
-    const slot = slots[id]
-    slots[id] = undefined
-    freeIds.push(id)
-    const outcome = code & 3
-    let err = null
-    let value
-    if (outcome === 2) err = new Error(errors[e++])
-    else if (outcome === 3) value = errors[e++]
-    slot[0](slot[1], slot[2], err === null ? outcome : 0, err, slot[3], slot[4], value)
+  /** The tokio engine (Redis Cluster endpoints always use it). */
+  function tokioEngineFor () {
+    return tokioEngine || (tokioEngine = new Completer(onDone))
   }
-}
 
-/**
- * Starts an operation: `submit(id)` makes the native call, and
- * `settle(lock, key, outcome, err, resolve, reject, value)` runs when it
- * finishes.
- * The promise is a Bluebird one (the redislock face) unless `P` says
- * otherwise (the Redisson face: native promises, as node-redisson).
- */
-function start (settle, lock, key, submit, P = Promise) {
-  const id = freeIds.length > 0 ? freeIds.pop() : slots.length
-  const slot = [settle, lock, key, null, null]
-  const p = new P(function (resolve, reject) {
-    slot[3] = resolve
-    slot[4] = reject
-  })
-  try {
-    submit(id)
-  } catch (err) {
-    // The native call refused its arguments (e.g. a lock field set to a
-    // string by hand): reject through the promise like any other failure.
-    freeIds.push(id)
-    settle(lock, key, false, err, slot[3], slot[4])
+  /** The engine new operations use: 'js' or 'tokio'. */
+  function defaultEngine () {
+    return useLoop ? 'js' : 'tokio'
+  }
+
+  const keepAlive = setInterval(function () {}, 0x7fffffff)
+  keepAlive.unref()
+
+  /**
+   * Called by the native side with the finished operations: each code is
+   * `id << 2 | outcome` (0 = false, 1 = true, 2 = error, whose message is the
+   * next string in `errors`, 3 = true with a value, the next string in
+   * `errors`: see src/node/done.rs). `settle` gets the outcome as a number
+   * (0, 1 or 3), and the value. A `settle` that throws (its lock object
+   * frozen, say) rejects its own operation's promise; the rest of the batch
+   * settles as usual.
+   */
+  function onDone (codes, errors) {
+    let e = 0
+    const n = codes.length
+    inflight -= n
+    if (inflight === 0) keepAlive.unref()
+    for (let i = 0; i < n; i++) {
+      const code = codes[i]
+      const id = code >>> 2
+      const slot = slots[id]
+      const outcome = code & 3
+      let err = null
+      let value
+      if (outcome === 2) err = new Error(errors[e++])
+      else if (outcome === 3) value = errors[e++]
+      if (slot === undefined) continue // not ours: nothing to settle
+      slots[id] = undefined
+      freeIds.push(id)
+      try {
+        slot[0](slot[1], slot[2], err === null ? outcome : 0, err, slot[3], slot[4], value)
+      } catch (thrown) {
+        slot[4](thrown)
+      }
+    }
+  }
+
+  /**
+   * Starts an operation: `submit(id)` makes the native call, and
+   * `settle(lock, key, outcome, err, resolve, reject, value)` runs when it
+   * finishes.
+   * The promise is a Bluebird one (the redislock face) unless `P` says
+   * otherwise (the Redisson face: native promises, as node-redisson).
+   */
+  function start (settle, lock, key, submit, P = Promise) {
+    const id = freeIds.length > 0 ? freeIds.pop() : slots.length
+    const slot = [settle, lock, key, null, null]
+    const p = new P(function (resolve, reject) {
+      slot[3] = resolve
+      slot[4] = reject
+    })
+    try {
+      submit(id)
+    } catch (err) {
+      // The native call refused its arguments (e.g. a lock field set to a
+      // string by hand): reject through the promise like any other failure.
+      freeIds.push(id)
+      try {
+        settle(lock, key, false, err, slot[3], slot[4])
+      } catch (thrown) {
+        slot[4](thrown)
+      }
+      return p
+    }
+    slots[id] = slot
+    if (inflight++ === 0) keepAlive.ref()
     return p
   }
-  slots[id] = slot
-  if (inflight++ === 0) keepAlive.ref()
-  return p
+
+  return { start, rejected, engineFor, tokioEngineFor, defaultEngine }
 }
 
 /** A Bluebird promise already rejected with `err`, called back to `fn` if given. */
@@ -134,4 +167,3 @@ function rejected (err, fn) {
   return fn === undefined ? p : p.nodeify(fn)
 }
 
-module.exports = { start, rejected, engineFor, tokioEngineFor, defaultEngine }

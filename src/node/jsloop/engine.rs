@@ -21,7 +21,7 @@
 //! ref'd: liveness while operations are pending is JavaScript's job.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
 use std::future::Future;
 use std::pin::Pin;
@@ -63,6 +63,9 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 
+/// Rounds of run / deliver / flush in one engine turn (see `Engine::turn`).
+const TURN_ROUNDS: usize = 8;
+
 type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// What a wheel entry does when due.
@@ -70,30 +73,6 @@ pub(crate) enum Due {
     Wake(Waker),
     /// Check a connection's deadlines.
     Check(u64),
-}
-
-struct Entry {
-    at: Instant,
-    seq: u64,
-    due: Due,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    // Reversed: BinaryHeap is a max-heap and the earliest entry must be on top.
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (other.at, other.seq).cmp(&(self.at, self.seq))
-    }
 }
 
 /// The part of the engine other threads may touch: task ids to poll, and
@@ -166,7 +145,9 @@ pub(crate) struct Engine {
     /// Live tasks by id, each with its waker (made once per task).
     tasks: RefCell<Vec<Option<(Task, Waker)>>>,
     free_ids: RefCell<Vec<u32>>,
-    wheel: RefCell<BinaryHeap<Entry>>,
+    /// Timers by (deadline, sequence number): removable, so a pause that is
+    /// abandoned (woken early, cancelled) leaves nothing behind.
+    wheel: RefCell<BTreeMap<(Instant, u64), Due>>,
     armed: Cell<Option<Instant>>,
     seq: Cell<u64>,
     pub(crate) conns: RefCell<IdMap<u64, Rc<RefCell<Conn>>>>,
@@ -234,7 +215,7 @@ pub(crate) fn start(lp: *mut Loop) -> Result<Rc<Engine>, String> {
         remote,
         tasks: RefCell::new(Vec::new()),
         free_ids: RefCell::new(Vec::new()),
-        wheel: RefCell::new(BinaryHeap::new()),
+        wheel: RefCell::new(BTreeMap::new()),
         armed: Cell::new(None),
         seq: Cell::new(0),
         conns: RefCell::new(IdMap::default()),
@@ -310,6 +291,14 @@ impl Engine {
             sinks.is_empty()
         };
         if empty {
+            self.shut_down();
+        }
+    }
+
+    /// Shuts the engine down if no environment uses it (its registration
+    /// failed half-way).
+    pub(crate) fn shut_down_if_unused(&self) {
+        if self.sinks.borrow().is_empty() {
             self.shut_down();
         }
     }
@@ -399,23 +388,42 @@ impl Engine {
 
     /// Runs what is ready, hands finished operations to JavaScript, writes
     /// what that JavaScript issued. Called at the end of every callback.
+    ///
+    /// Bounded, so JavaScript that starts an operation from every outcome
+    /// cannot hold the loop; what is left when the bound is reached (tasks
+    /// woken, outcomes not yet delivered) is handed to the next loop turn
+    /// through the async handle, never left for an unrelated event.
     fn turn(&self) {
-        for _ in 0..8 {
+        for _ in 0..TURN_ROUNDS {
             self.run_ready();
-            let sinks: Vec<Rc<dyn Sink>> = self.sinks.borrow().clone();
-            let mut delivered = false;
-            for sink in sinks {
-                let batch = std::mem::take(&mut *sink.done().borrow_mut());
-                if !batch.is_empty() {
-                    delivered = true;
-                    sink.deliver(batch);
-                }
-            }
+            let delivered = self.deliver_done();
             self.flush();
             if !delivered && self.remote.lock_ready().is_empty() {
-                break;
+                return;
             }
         }
+        let undelivered = self
+            .sinks
+            .borrow()
+            .iter()
+            .any(|s| !s.done().borrow().is_empty());
+        if undelivered || !self.remote.lock_ready().is_empty() {
+            self.remote.notify();
+        }
+    }
+
+    /// Hands every sink its finished operations; `true` when there were any.
+    fn deliver_done(&self) -> bool {
+        let sinks: Vec<Rc<dyn Sink>> = self.sinks.borrow().clone();
+        let mut delivered = false;
+        for sink in sinks {
+            let batch = std::mem::take(&mut *sink.done().borrow_mut());
+            if !batch.is_empty() {
+                delivered = true;
+                sink.deliver(batch);
+            }
+        }
+        delivered
     }
 
     /// A new connection id.
@@ -450,14 +458,29 @@ impl Engine {
         }
     }
 
-    /// Schedules `due` at `at` on the wheel.
-    pub(crate) fn at(&self, at: Instant, due: Due) {
+    /// Schedules `due` at `at` on the wheel; the key removes it (`unschedule`).
+    pub(crate) fn at(&self, at: Instant, due: Due) -> (Instant, u64) {
         let seq = self.seq.get();
         self.seq.set(seq + 1);
-        self.wheel.borrow_mut().push(Entry { at, seq, due });
+        self.wheel.borrow_mut().insert((at, seq), due);
         if self.armed.get().is_none_or(|armed| at < armed) {
             self.arm(at);
         }
+        (at, seq)
+    }
+
+    /// Takes an entry off the wheel (its timer stays armed and, if it was
+    /// the earliest, fires once with nothing to do).
+    fn unschedule(&self, key: (Instant, u64)) {
+        if let Ok(mut wheel) = self.wheel.try_borrow_mut() {
+            wheel.remove(&key);
+        }
+    }
+
+    /// What the engine holds now, for tests and diagnostics.
+    pub(crate) fn stats(&self) -> (usize, usize, usize) {
+        let tasks = self.tasks.borrow().iter().filter(|t| t.is_some()).count();
+        (self.wheel.borrow().len(), tasks, self.conns.borrow().len())
     }
 
     fn arm(&self, at: Instant) {
@@ -476,13 +499,13 @@ impl Engine {
         loop {
             let next = {
                 let mut wheel = self.wheel.borrow_mut();
-                match wheel.peek() {
-                    Some(e) if e.at <= now => wheel.pop(),
+                match wheel.first_key_value() {
+                    Some((&(at, _), _)) if at <= now => wheel.pop_first(),
                     _ => None,
                 }
             };
-            let Some(entry) = next else { break };
-            match entry.due {
+            let Some((_, due)) = next else { break };
+            match due {
                 Due::Wake(waker) => waker.wake(),
                 Due::Check(id) => {
                     let conn = self.conns.borrow().get(&id).cloned();
@@ -492,7 +515,11 @@ impl Engine {
                 }
             }
         }
-        let next = self.wheel.borrow().peek().map(|e| e.at);
+        let next = self
+            .wheel
+            .borrow()
+            .first_key_value()
+            .map(|(&(at, _), _)| at);
         if let Some(at) = next {
             self.arm(at);
         }
@@ -562,15 +589,18 @@ impl crate::timer::Timer for LoopTimer {
     fn sleep(&self, duration: Duration) -> futures_util::future::BoxFuture<'static, ()> {
         Sleep {
             at: Instant::now() + duration,
-            scheduled: false,
+            scheduled: None,
         }
         .boxed()
     }
 }
 
+/// A pause on the wheel; dropped before its deadline (a wait woken early or
+/// cancelled), it takes its entry off the wheel.
 struct Sleep {
     at: Instant,
-    scheduled: bool,
+    /// Its wheel entry, once scheduled.
+    scheduled: Option<(Instant, u64)>,
 }
 
 impl Future for Sleep {
@@ -579,15 +609,22 @@ impl Future for Sleep {
         if Instant::now() >= self.at {
             return Poll::Ready(());
         }
-        if !self.scheduled {
+        if self.scheduled.is_none() {
             let Some(engine) = current() else {
                 // No engine (shut down): nothing will ever wake us; end now.
                 return Poll::Ready(());
             };
-            engine.at(self.at, Due::Wake(cx.waker().clone()));
-            self.scheduled = true;
+            self.scheduled = Some(engine.at(self.at, Due::Wake(cx.waker().clone())));
         }
         Poll::Pending
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if let (Some(key), Some(engine)) = (self.scheduled.take(), current()) {
+            engine.unschedule(key);
+        }
     }
 }
 

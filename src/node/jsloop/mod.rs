@@ -53,12 +53,17 @@ impl Sink for JsSink {
                 return;
             }
             let mut func = ptr::null_mut();
-            sys::napi_get_reference_value(env, self.on_done, &mut func);
-            if !func.is_null() {
+            let mut recv = ptr::null_mut();
+            // A collected onDone (its environment going away) or a failed call
+            // leaves `func` or `recv` unusable: nothing is called then.
+            let found = sys::napi_get_reference_value(env, self.on_done, &mut func)
+                == sys::Status::napi_ok
+                && !func.is_null()
+                && sys::napi_get_global(env, &mut recv) == sys::Status::napi_ok
+                && !recv.is_null();
+            if found {
                 let codes = Vec::<u32>::to_napi_value(env, batch.codes);
                 let errors = Vec::<String>::to_napi_value(env, batch.errors);
-                let mut recv = ptr::null_mut();
-                sys::napi_get_global(env, &mut recv);
                 if let (Ok(codes), Ok(errors)) = (codes, errors) {
                     let argv = [codes, errors];
                     let mut result = ptr::null_mut();
@@ -109,11 +114,31 @@ impl LoopEngine {
         }
         let lp = env.get_uv_event_loop()?.cast();
         let engine = engine::start(lp).map_err(napi::Error::from_reason)?;
+        let registered = LoopEngine::register(&env, &engine, on_done);
+        if registered.is_err() {
+            // A failed step must not leave an engine no environment owns (on a
+            // worker, open handles abort Node at uv_loop_close).
+            engine.shut_down_if_unused();
+        }
+        let sink = registered?;
+        Ok(LoopEngine { _sink: sink })
+    }
+}
+
+impl LoopEngine {
+    /// Makes this environment's sink (a weak reference to `on_done` and an
+    /// async context), adds it to `engine` and registers its cleanup hook.
+    fn register(
+        env: &Env,
+        engine: &Rc<engine::Engine>,
+        on_done: Function<DoneArgs, ()>,
+    ) -> napi::Result<Rc<JsSink>> {
         let raw_env = env.raw();
         let mut on_done_ref = ptr::null_mut();
         let mut context = ptr::null_mut();
         // SAFETY: inside a napi call on this environment's thread, its handle scope open;
-        // the weak reference and the async context are released in the cleanup hook.
+        // the weak reference and the async context are released in the cleanup hook, or
+        // right here when a later step fails.
         unsafe {
             let func = Function::<DoneArgs, ()>::to_napi_value(raw_env, on_done)?;
             check(sys::napi_create_reference(
@@ -123,18 +148,24 @@ impl LoopEngine {
                 &mut on_done_ref,
             ))?;
             let mut name = ptr::null_mut();
-            check(sys::napi_create_string_utf8(
+            let named = check(sys::napi_create_string_utf8(
                 raw_env,
                 c"redislock-rs".as_ptr(),
                 12,
                 &mut name,
-            ))?;
-            check(sys::napi_async_init(
-                raw_env,
-                ptr::null_mut(),
-                name,
-                &mut context,
-            ))?;
+            ))
+            .and_then(|()| {
+                check(sys::napi_async_init(
+                    raw_env,
+                    ptr::null_mut(),
+                    name,
+                    &mut context,
+                ))
+            });
+            if let Err(e) = named {
+                sys::napi_delete_reference(raw_env, on_done_ref);
+                return Err(e);
+            }
         }
         let sink = Rc::new(JsSink {
             env: raw_env,
@@ -144,22 +175,32 @@ impl LoopEngine {
         });
         let as_sink: Rc<dyn Sink> = sink.clone();
         engine.add_sink(Rc::clone(&as_sink));
-        env.add_env_cleanup_hook(as_sink, move |sink| {
-            if let Some(engine) = engine::current() {
-                engine.remove_sink(&sink);
-            }
+        let hooked = env.add_env_cleanup_hook(Rc::clone(&as_sink), move |sink| {
+            // Runs as the environment goes away; a panic must not unwind into Node.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if let Some(engine) = engine::current() {
+                    engine.remove_sink(&sink);
+                }
+            }));
             // SAFETY: the environment is being torn down on its own thread; these two
-            // were made for it in the constructor and are released once, here.
+            // were made for it in `register` and are released once, here.
             unsafe {
                 sys::napi_delete_reference(raw_env, on_done_ref);
                 sys::napi_async_destroy(raw_env, context);
             }
-        })?;
-        Ok(LoopEngine { _sink: sink })
+        });
+        if let Err(e) = hooked {
+            engine.remove_sink(&as_sink);
+            // SAFETY: as in the hook: made above, never handed out, released once.
+            unsafe {
+                sys::napi_delete_reference(raw_env, on_done_ref);
+                sys::napi_async_destroy(raw_env, context);
+            }
+            return Err(e);
+        }
+        Ok(sink)
     }
-}
 
-impl LoopEngine {
     /// Spawns `op`; an error (thrown to JavaScript, which rejects the
     /// operation's promise) when this environment has no engine to report to,
     /// never a promise left pending.
@@ -177,6 +218,29 @@ impl LoopEngine {
         engine::spawn_op(&engine, sink, id, op);
         Ok(())
     }
+}
+
+/// What this thread's JS-thread engine holds right now (for tests and
+/// diagnostics): timers on its wheel, live tasks, open connections.
+#[napi(object)]
+pub struct EngineStats {
+    pub timers: u32,
+    pub tasks: u32,
+    pub connections: u32,
+}
+
+/// This thread's JS-thread engine's [`EngineStats`]; `null` when none runs.
+#[napi(catch_unwind)]
+pub fn engine_stats() -> Option<EngineStats> {
+    let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    engine::current().map(|e| {
+        let (timers, tasks, connections) = e.stats();
+        EngineStats {
+            timers: clamp(timers),
+            tasks: clamp(tasks),
+            connections: clamp(connections),
+        }
+    })
 }
 
 // The operations are free functions, not methods: no class to unwrap per
