@@ -110,12 +110,15 @@ export declare function engineStats(): EngineStats | null
 
 /**
  * What this thread's JS-thread engine holds right now (for tests and
- * diagnostics): timers on its wheel, live tasks, open connections.
+ * diagnostics): timers on its wheel, live tasks, open connections, the
+ * bytes their buffers keep, host name lookups in flight.
  */
 export interface EngineStats {
   timers: number
   tasks: number
   connections: number
+  bufferedBytes: number
+  lookups: number
 }
 
 /**

@@ -93,3 +93,50 @@ test('two copies of the package over one loaded addon keep their operations apar
   for (const [i, l] of locks.entries()) assert.strictEqual(await redis.check.get(`edges:copy:${i}`), l._id)
   await Promise.all([a.release(), b.release(), ...locks.map((l) => l.release())])
 })
+
+test('buffers a burst of large commands grew are given back once the burst is over', async () => {
+  const redislock = require('..')
+  const { engineStats } = require('../lib/native')
+  const big = 'k'.repeat(1 << 20) // 1 MiB keys: every command is large
+  const locks = Array.from({ length: 40 }, () => redislock.createLock(redis.server.url, { timeout: 20000 }))
+  await Promise.all(locks.map((l, i) => l.acquire(`${big}:${i}`)))
+  await Promise.all(locks.map((l) => l.release()))
+  const stats = engineStats()
+  if (stats === null) return assert.strictEqual(process.env.REDISLOCK_RS_ENGINE, 'tokio')
+  assert.ok(stats.bufferedBytes < 4 << 20, `${(stats.bufferedBytes / 1048576).toFixed(1)} MiB still held by the connections' buffers`)
+})
+
+test('a Unix socket whose accept backlog is full fails the connect at once, saying so', async () => {
+  const fs = require('fs')
+  const os = require('os')
+  const net = require('net')
+  const { spawn } = require('child_process')
+  const redislock = require('..')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redislock-backlog-'))
+  const sock = path.join(dir, 'full.sock')
+  // A server that listens with a backlog of 1 and never accepts: its event loop is busy.
+  const child = spawn(process.execPath, ['-e',
+    `require('net').createServer().listen({ path: ${JSON.stringify(sock)}, backlog: 1 }, () => { console.log('up'); for (;;); })`],
+  { stdio: ['ignore', 'pipe', 'inherit'] })
+  try {
+    await new Promise((resolve) => child.stdout.once('data', resolve))
+    const fillers = []
+    for (let i = 0; i < 8; i++) {
+      const c = net.connect(sock)
+      c.on('error', () => {})
+      fillers.push(c)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const lock = redislock.createLock({ path: sock, connectTimeout: 2000 }, { retries: 0 })
+    const r = await settle(lock.acquire('backlog:k'), 4000, 'acquire on a full backlog')
+    assert.ok(r.err instanceof redislock.LockAcquisitionError, `expected LockAcquisitionError, got ${r.err}`)
+    assert.strictEqual(r.err.cause.code, 'ERR_REDIS_CONNECTION')
+    if (process.env.REDISLOCK_RS_ENGINE !== 'tokio') {
+      assert.match(r.err.message, /backlog is full|unavailable/i)
+    }
+    for (const c of fillers) c.destroy()
+  } finally {
+    child.kill('SIGKILL')
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})

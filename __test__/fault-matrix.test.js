@@ -32,6 +32,13 @@ function runScenario (transport, scenario, certDir) {
     const timer = setTimeout(() => child.kill('SIGKILL'), LIMIT_MS)
     child.on('exit', (code, signal) => {
       clearTimeout(timer)
+      // Killed, it could not stop the redis-servers it started (it says
+      // which): stopped here.
+      if (signal !== null) {
+        for (const [, pid] of out.matchAll(/^PID (\d+)$/gm)) {
+          try { process.kill(Number(pid), 'SIGKILL') } catch (_) {}
+        }
+      }
       const line = out.trim().split('\n').pop()
       let report = null
       try { report = JSON.parse(line) } catch (_) {}

@@ -4,6 +4,10 @@
 //! JavaScript; `node` is the thin napi surface over it, built with the
 //! default `node` feature.
 
+// Every unsafe operation sits in an `unsafe` block of its own, with the
+// reason it is sound beside it, also inside `unsafe fn`s.
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod batch;
 pub mod cancel;
 pub mod config;

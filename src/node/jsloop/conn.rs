@@ -215,34 +215,49 @@ impl Conn {
     }
 
     /// Resolves `host` on a short-lived thread (getaddrinfo blocks), then
-    /// connects on this thread when the answer arrives.
+    /// connects on this thread when the answer arrives. Connections to the
+    /// same host and port share a lookup in flight (see `Lookups`), so a
+    /// resolver that hangs holds one thread, not one per connect attempt.
     fn resolve(conn: &Rc<RefCell<Conn>>, engine: &Engine, host: String, port: u16) {
+        let id = conn.borrow().id;
+        let key = (host, port);
+        if engine.lookups.join(&key, id) {
+            return;
+        }
         let (tx, rx) = oneshot::channel();
+        let name = key.0.clone();
         let spawned = std::thread::Builder::new()
             .name("redislock-rs-dns".into())
             .spawn(move || {
-                let _ = tx.send((host.as_str(), port).to_socket_addrs().map(Vec::from_iter));
+                let answer = (name.as_str(), port)
+                    .to_socket_addrs()
+                    .map(Vec::from_iter)
+                    .map_err(|e| (e.kind(), e.to_string()));
+                let _ = tx.send(answer);
             });
         if let Err(e) = spawned {
+            engine.lookups.finish(&key);
             return Conn::fail(conn, engine, io::ErrorKind::Other, &e.to_string());
         }
-        let id = conn.borrow().id;
         engine.spawn(Box::pin(async move {
-            let answer = rx.await;
+            let answer = rx
+                .await
+                .unwrap_or_else(|_| Err((io::ErrorKind::Other, "resolver gone".into())));
             let Some(engine) = engine::current() else {
                 return;
             };
-            let Some(conn) = engine.conns.borrow().get(&id).cloned() else {
-                return;
-            };
-            match answer {
-                Ok(Ok(addrs)) if !addrs.is_empty() => {
-                    conn.borrow_mut().addrs.extend(addrs);
-                    Conn::next_addr(&conn, &engine);
+            for id in engine.lookups.finish(&key) {
+                let Some(conn) = engine.conns.borrow().get(&id).cloned() else {
+                    continue; // gave up meanwhile (connect timeout)
+                };
+                match &answer {
+                    Ok(addrs) if !addrs.is_empty() => {
+                        conn.borrow_mut().addrs.extend(addrs.iter().copied());
+                        Conn::next_addr(&conn, &engine);
+                    }
+                    Ok(_) => Conn::fail(&conn, &engine, io::ErrorKind::NotFound, "no address"),
+                    Err((kind, why)) => Conn::fail(&conn, &engine, *kind, why),
                 }
-                Ok(Ok(_)) => Conn::fail(&conn, &engine, io::ErrorKind::NotFound, "no address"),
-                Ok(Err(e)) => Conn::fail(&conn, &engine, e.kind(), &e.to_string()),
-                Err(_) => Conn::fail(&conn, &engine, io::ErrorKind::Other, "resolver gone"),
             }
         }));
     }
@@ -276,6 +291,14 @@ impl Conn {
             match sock.connect(&addr) {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(EINPROGRESS) => {}
+                // On a Unix socket, EAGAIN is no connect under way: the
+                // server's accept backlog is full, and this attempt failed.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && addr.is_unix() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        format!("{e} (the server's accept backlog is full)"),
+                    ))
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
             }
@@ -351,6 +374,11 @@ impl Conn {
             self.poll = std::ptr::null_mut();
             self.events = 0;
         }
+    }
+
+    /// Bytes its buffers hold on to (capacity), for diagnostics.
+    pub(crate) fn buffered(&self) -> usize {
+        self.out.capacity() + self.input.capacity()
     }
 
     /// Closes the socket and fails whatever still waits on it. The one
@@ -871,6 +899,53 @@ impl Conn {
             conn.borrow_mut().close(engine.uv());
             Conn::forget(engine, id, endpoint);
         }
+    }
+}
+
+/// Host name lookups in flight, by host and port, with the connections
+/// waiting for each. A lookup older than `LOOKUP_FRESH` is not joined (its
+/// resolver may be stuck): a new one starts, so a hung resolver costs at
+/// most one thread per host every `LOOKUP_FRESH`.
+#[derive(Default)]
+pub(crate) struct Lookups(RefCell<std::collections::HashMap<HostPort, Lookup>>);
+
+type HostPort = (String, u16);
+/// When a lookup started, and the connections waiting for it.
+type Lookup = (Instant, Vec<u64>);
+
+const LOOKUP_FRESH: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Lookups {
+    /// Adds connection `id` to the lookup of `key` in flight; `false` when
+    /// there is none (fresh enough) and the caller must start one, which
+    /// this records.
+    fn join(&self, key: &HostPort, id: u64) -> bool {
+        let mut map = self.0.borrow_mut();
+        let now = Instant::now();
+        match map.get_mut(key) {
+            Some((started, waiters)) if now.duration_since(*started) < LOOKUP_FRESH => {
+                waiters.push(id);
+                true
+            }
+            _ => {
+                map.insert(key.clone(), (now, vec![id]));
+                false
+            }
+        }
+    }
+
+    /// The connections that waited for the lookup of `key`, now answered.
+    fn finish(&self, key: &HostPort) -> Vec<u64> {
+        self.0
+            .borrow_mut()
+            .remove(key)
+            .map(|(_, waiters)| waiters)
+            .unwrap_or_default()
+    }
+
+    /// Lookups in flight.
+    pub(crate) fn len(&self) -> usize {
+        self.0.borrow().len()
     }
 }
 

@@ -75,6 +75,17 @@ pub(crate) enum Due {
     Check(u64),
 }
 
+/// What an engine holds at one moment (see `Engine::stats`).
+pub(crate) struct Stats {
+    pub timers: usize,
+    pub tasks: usize,
+    pub connections: usize,
+    /// Bytes the connections' buffers hold on to.
+    pub buffered: usize,
+    /// Host name lookups in flight.
+    pub lookups: usize,
+}
+
 /// The part of the engine other threads may touch: task ids to poll, and
 /// the async handle that wakes the loop for them.
 pub(crate) struct Remote {
@@ -159,6 +170,8 @@ pub(crate) struct Engine {
     dirty: RefCell<Vec<u64>>,
     prepare_on: Cell<bool>,
     sinks: RefCell<Vec<Rc<dyn Sink>>>,
+    /// Host name lookups in flight.
+    pub(crate) lookups: super::conn::Lookups,
 }
 
 use std::rc::Rc;
@@ -185,7 +198,9 @@ pub(crate) fn start(lp: *mut Loop) -> Result<Rc<Engine>, String> {
         wake: Mutex::new(None),
     });
     // SAFETY: `lp` is this thread's loop (from napi_get_uv_event_loop in
-    // the calling environment); each handle is closed once, in `shut_down`.
+    // the calling environment). Each handle is closed once: right here when a
+    // later one cannot be made (the engine then never exists), else in
+    // `shut_down`.
     let (timer, prepare, wake) = unsafe {
         let timer = uv.new_timer(lp, std::ptr::null_mut())?;
         let prepare = match uv.new_prepare(lp, std::ptr::null_mut()) {
@@ -225,24 +240,32 @@ pub(crate) fn start(lp: *mut Loop) -> Result<Rc<Engine>, String> {
         dirty: RefCell::new(Vec::new()),
         prepare_on: Cell::new(false),
         sinks: RefCell::new(Vec::new()),
+        lookups: Default::default(),
     });
     ENGINE.with(|e| *e.borrow_mut() = Some(Rc::clone(&engine)));
     Ok(engine)
 }
 
+// The close callbacks of the engine's three handles: libuv calls each once,
+// when the handle is closed, on the loop's thread.
 unsafe extern "C" fn close_timer(h: *mut Handle) {
     if let Some(uv) = uv::uv() {
-        uv.free(h, uv::TIMER);
+        // SAFETY: `h` was allocated by `new_timer` and libuv is done with it (this is
+        // its close callback); nothing refers to it any more.
+        unsafe { uv.free(h, uv::TIMER) };
     }
 }
 unsafe extern "C" fn close_prepare(h: *mut Handle) {
     if let Some(uv) = uv::uv() {
-        uv.free(h, uv::PREPARE);
+        // SAFETY: as `close_timer`, for the prepare handle.
+        unsafe { uv.free(h, uv::PREPARE) };
     }
 }
 unsafe extern "C" fn close_async(h: *mut Handle) {
     if let Some(uv) = uv::uv() {
-        uv.free(h, uv::ASYNC);
+        // SAFETY: as `close_timer`, for the async handle (already taken out of
+        // `Remote::wake`, so no thread sends on it).
+        unsafe { uv.free(h, uv::ASYNC) };
     }
 }
 
@@ -478,9 +501,15 @@ impl Engine {
     }
 
     /// What the engine holds now, for tests and diagnostics.
-    pub(crate) fn stats(&self) -> (usize, usize, usize) {
-        let tasks = self.tasks.borrow().iter().filter(|t| t.is_some()).count();
-        (self.wheel.borrow().len(), tasks, self.conns.borrow().len())
+    pub(crate) fn stats(&self) -> Stats {
+        let conns = self.conns.borrow();
+        Stats {
+            timers: self.wheel.borrow().len(),
+            tasks: self.tasks.borrow().iter().filter(|t| t.is_some()).count(),
+            connections: conns.len(),
+            buffered: conns.values().map(|c| c.borrow().buffered()).sum(),
+            lookups: self.lookups.len(),
+        }
     }
 
     fn arm(&self, at: Instant) {

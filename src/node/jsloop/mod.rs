@@ -221,12 +221,15 @@ impl LoopEngine {
 }
 
 /// What this thread's JS-thread engine holds right now (for tests and
-/// diagnostics): timers on its wheel, live tasks, open connections.
+/// diagnostics): timers on its wheel, live tasks, open connections, the
+/// bytes their buffers keep, host name lookups in flight.
 #[napi(object)]
 pub struct EngineStats {
     pub timers: u32,
     pub tasks: u32,
     pub connections: u32,
+    pub buffered_bytes: f64,
+    pub lookups: u32,
 }
 
 /// This thread's JS-thread engine's [`EngineStats`]; `null` when none runs.
@@ -234,11 +237,13 @@ pub struct EngineStats {
 pub fn engine_stats() -> Option<EngineStats> {
     let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     engine::current().map(|e| {
-        let (timers, tasks, connections) = e.stats();
+        let s = e.stats();
         EngineStats {
-            timers: clamp(timers),
-            tasks: clamp(tasks),
-            connections: clamp(connections),
+            timers: clamp(s.timers),
+            tasks: clamp(s.tasks),
+            connections: clamp(s.connections),
+            buffered_bytes: s.buffered as f64,
+            lookups: clamp(s.lookups),
         }
     })
 }

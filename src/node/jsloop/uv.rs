@@ -115,20 +115,24 @@ impl Uv {
     /// Frees a handle allocated by [`Uv::alloc`] for `kind`.
     ///
     /// # Safety
-    /// SAFETY (caller): `handle` came from `alloc(kind)`, is closed (its close
-    /// callback is running) and is not used again.
+    /// `handle` came from `alloc(kind)`, is closed (its close callback is
+    /// running, or it was never initialised) and is not used again.
     pub unsafe fn free(&self, handle: *mut Handle, kind: c_int) {
-        let size = (self.handle_size)(kind);
+        // SAFETY: uv_handle_size only reads its argument.
+        let size = unsafe { (self.handle_size)(kind) };
         if let Ok(layout) = Layout::from_size_align(size.max(1), ALIGN) {
-            std::alloc::dealloc(handle.cast(), layout);
+            // SAFETY: `alloc(kind)` allocated `handle` with this very layout (same
+            // size from libuv, same alignment), and the caller says nobody uses it.
+            unsafe { std::alloc::dealloc(handle.cast(), layout) };
         }
     }
 
     /// A new, unref'd handle of `kind` on `lp`, with `data` attached;
-    /// `init` is the matching `uv_*_init`.
+    /// `init` is the matching `uv_*_init`, which the caller's closure calls
+    /// on this thread's loop.
     ///
     /// # Safety
-    /// SAFETY (caller): `lp` is the loop of the calling thread.
+    /// `init` initialises a handle of `kind` on the calling thread's loop.
     unsafe fn new_handle(
         &self,
         kind: c_int,
@@ -137,106 +141,121 @@ impl Uv {
     ) -> Result<*mut Handle, String> {
         let handle = self.alloc(kind)?;
         if let Err(e) = check("uv init", init(handle)) {
-            // Not initialised: never seen by the loop, so freeing is fine.
-            self.free(handle, kind);
+            // SAFETY: not initialised, so never seen by the loop: freeing is fine.
+            unsafe { self.free(handle, kind) };
             return Err(e);
         }
-        (self.set_data)(handle, data);
-        (self.unref)(handle);
+        // SAFETY: `handle` is initialised and live; both calls only touch it.
+        unsafe {
+            (self.set_data)(handle, data);
+            (self.unref)(handle);
+        }
         Ok(handle)
     }
 
     /// # Safety
-    /// SAFETY (caller): `lp` is the calling thread's loop.
+    /// `lp` is the calling thread's loop.
     pub unsafe fn new_timer(
         &self,
         lp: *mut Loop,
         data: *mut c_void,
     ) -> Result<*mut Handle, String> {
-        self.new_handle(TIMER, data, |h| (self.timer_init)(lp, h))
+        // SAFETY: `h` is fresh zeroed memory of the timer size; `lp` is ours (caller).
+        unsafe { self.new_handle(TIMER, data, |h| (self.timer_init)(lp, h)) }
     }
 
     /// # Safety
-    /// SAFETY (caller): `lp` is the calling thread's loop.
+    /// `lp` is the calling thread's loop.
     pub unsafe fn new_prepare(
         &self,
         lp: *mut Loop,
         data: *mut c_void,
     ) -> Result<*mut Handle, String> {
-        self.new_handle(PREPARE, data, |h| (self.prepare_init)(lp, h))
+        // SAFETY: as `new_timer`, for a prepare handle.
+        unsafe { self.new_handle(PREPARE, data, |h| (self.prepare_init)(lp, h)) }
     }
 
     /// # Safety
-    /// SAFETY (caller): `lp` is the calling thread's loop.
+    /// `lp` is the calling thread's loop.
     pub unsafe fn new_async(
         &self,
         lp: *mut Loop,
         data: *mut c_void,
         cb: PlainCb,
     ) -> Result<*mut Handle, String> {
-        self.new_handle(ASYNC, data, |h| (self.async_init)(lp, h, cb))
+        // SAFETY: as `new_timer`, for an async handle; `cb` is a plain extern fn.
+        unsafe { self.new_handle(ASYNC, data, |h| (self.async_init)(lp, h, cb)) }
     }
 
     /// # Safety
-    /// SAFETY (caller): `lp` is the calling thread's loop; `fd` is an open
-    /// socket that stays open until this handle is closed.
+    /// `lp` is the calling thread's loop; `fd` is an open socket that stays
+    /// open until this handle is closed.
     pub unsafe fn new_poll(
         &self,
         lp: *mut Loop,
         fd: c_int,
         data: *mut c_void,
     ) -> Result<*mut Handle, String> {
-        self.new_handle(POLL, data, |h| (self.poll_init)(lp, h, fd))
+        // SAFETY: as `new_timer`, for a poll handle on `fd`, open as the caller says.
+        unsafe { self.new_handle(POLL, data, |h| (self.poll_init)(lp, h, fd)) }
     }
 
     /// # Safety
-    /// SAFETY (caller): `h` is a live handle.
+    /// `h` is a live handle.
     pub unsafe fn data(&self, h: *const Handle) -> *mut c_void {
-        (self.get_data)(h)
+        // SAFETY: reads the data field of a live handle (caller).
+        unsafe { (self.get_data)(h) }
     }
 
     /// # Safety
-    /// SAFETY (caller): `h` is a live poll handle.
+    /// `h` is a live poll handle of this thread's loop.
     pub unsafe fn poll_start(
         &self,
         h: *mut Handle,
         events: c_int,
         cb: PollCb,
     ) -> Result<(), String> {
-        check("uv_poll_start", (self.poll_start)(h, events, cb))
+        // SAFETY: a live poll handle (caller); `cb` is a plain extern fn.
+        check("uv_poll_start", unsafe { (self.poll_start)(h, events, cb) })
     }
 
     /// # Safety
-    /// SAFETY (caller): `h` is a live timer handle.
+    /// `h` is a live timer handle of this thread's loop.
     pub unsafe fn timer_start(&self, h: *mut Handle, cb: PlainCb, ms: u64) {
-        (self.timer_start)(h, cb, ms, 0);
+        // SAFETY: a live timer handle (caller); `cb` is a plain extern fn.
+        unsafe { (self.timer_start)(h, cb, ms, 0) };
     }
 
     /// # Safety
-    /// SAFETY (caller): `h` is a live prepare handle.
+    /// `h` is a live prepare handle of this thread's loop.
     pub unsafe fn prepare_start(&self, h: *mut Handle, cb: PlainCb) {
-        (self.prepare_start)(h, cb);
+        // SAFETY: a live prepare handle (caller); `cb` is a plain extern fn.
+        unsafe { (self.prepare_start)(h, cb) };
     }
 
     /// # Safety
-    /// SAFETY (caller): `h` is a live prepare handle.
+    /// `h` is a live prepare handle of this thread's loop.
     pub unsafe fn prepare_stop(&self, h: *mut Handle) {
-        (self.prepare_stop)(h);
+        // SAFETY: a live prepare handle (caller).
+        unsafe { (self.prepare_stop)(h) };
     }
 
     /// Thread-safe wake-up of the loop that owns `h`.
     ///
     /// # Safety
-    /// SAFETY (caller): `h` is a live async handle (not yet closed).
+    /// `h` is a live async handle (not yet closed).
     pub unsafe fn async_send(&self, h: *mut Handle) {
-        (self.async_send)(h);
+        // SAFETY: libuv makes uv_async_send safe from any thread on a live async
+        // handle, which the caller guarantees.
+        unsafe { (self.async_send)(h) };
     }
 
     /// Starts closing `h`; `cb` runs on a later loop turn and must free it.
     ///
     /// # Safety
-    /// SAFETY (caller): `h` is a live handle not already closing.
+    /// `h` is a live handle of this thread's loop, not already closing.
     pub unsafe fn close(&self, h: *mut Handle, cb: CloseCb) {
-        (self.close)(h, Some(cb));
+        // SAFETY: a live handle not yet closing (caller); `cb` frees it, once.
+        unsafe { (self.close)(h, Some(cb)) };
     }
 }
