@@ -14,6 +14,7 @@ const IORedis = require('ioredis')
 const R = require('..')
 const RS = require('../redisson')
 const { startSentinels } = require('./helpers/sentinel')
+const { freePort } = require('./helpers/redis')
 const { createSentinel } = require('redis')
 
 let setup
@@ -70,6 +71,88 @@ test('the Redisson face behind Sentinel: node-redisson options with sentinels, r
   } finally {
     await r.quit()
   }
+})
+
+/**
+ * `promise`, or a rejection saying it was still pending after `ms` (so a
+ * hung call fails the test instead of holding it). Resolves to
+ * `{ err, ms }`: how it settled, and when.
+ */
+async function settled (promise, ms, what) {
+  const t0 = performance.now()
+  let timer
+  const watchdog = new Promise((resolve) => { timer = setTimeout(() => resolve('pending'), ms) })
+  const outcome = await Promise.race([promise.then(() => 'resolved', (err) => ({ err })), watchdog])
+  clearTimeout(timer)
+  const took = Math.round(performance.now() - t0)
+  assert.notEqual(outcome, 'pending', `${what}: still pending after ${ms} ms`)
+  assert.notEqual(outcome, 'resolved', `${what}: resolved, expected a rejection`)
+  return { err: outcome.err, ms: took }
+}
+
+/** Every face a Sentinel setup can be given to, each asked to lock once. */
+function facesOf (sentinels, name, connectTimeout) {
+  const nodes = sentinels.map((a) => ({ host: '127.0.0.1', port: Number(a.split(':')[1]) }))
+  const timeouts = connectTimeout === undefined ? {} : { connectTimeout }
+  return [
+    ['{ sentinels, name }', async () => R.createLock({ sentinels, name, ...timeouts }).acquire('sentinel:bad')],
+    ['an ioredis Sentinel client', async () => {
+      const client = new IORedis({ sentinels: nodes, name, lazyConnect: true, ...timeouts })
+      client.on('error', () => {})
+      try {
+        return await R.createLock(client).acquire('sentinel:bad')
+      } finally {
+        client.disconnect()
+      }
+    }],
+    ['the Redisson face', async () => {
+      const r = new RS.Redisson({ redis: { options: { sentinels: nodes, name, ...timeouts } } })
+      try {
+        return await r.getLock('sentinel:bad').tryLock(0, 10000)
+      } finally {
+        await r.quit()
+      }
+    }]
+  ]
+}
+
+test('sentinels that refuse the connection: every face rejects at once, naming them', async () => {
+  const ports = [await freePort(), await freePort()]
+  const sentinels = ports.map((p) => `127.0.0.1:${p}`)
+  const times = {}
+  for (const connectTimeout of [undefined, 5000]) {
+    for (const [face, lock] of facesOf(sentinels, setup.name, connectTimeout)) {
+      const what = `${face}, connectTimeout ${connectTimeout || 'default'}`
+      const { err, ms } = await settled(lock(), 12000, what)
+      times[what] = ms
+      // Refused is known at once: no waiting for connectTimeout (2 s by default).
+      assert.ok(ms < 500, `${what}: rejected after ${ms} ms`)
+      assert.match(err.message, /refused/, what)
+      for (const s of sentinels) assert.ok(err.message.includes(s), `${what}: names ${s}: ${err.message}`)
+      if (face === 'the Redisson face') assert.ok(err instanceof Error && err.lockName === 'sentinel:bad', what)
+      else assert.ok(err instanceof R.LockAcquisitionError, `${what}: ${err}`)
+      assert.equal(err.cause && err.cause.code, 'ERR_REDIS_CONNECTION', what)
+    }
+  }
+  console.log('refused sentinels, ms to reject:', JSON.stringify(times))
+})
+
+test('a primary name no sentinel knows: every face rejects in one round trip, saying so', async () => {
+  const times = {}
+  for (const connectTimeout of [undefined, 5000]) {
+    for (const [face, lock] of facesOf(setup.addresses, 'nosuchmaster', connectTimeout)) {
+      const what = `${face}, connectTimeout ${connectTimeout || 'default'}`
+      const { err, ms } = await settled(lock(), 12000, what)
+      times[what] = ms
+      // One round trip to each sentinel; never the whole connectTimeout.
+      assert.ok(ms < 1000, `${what}: rejected after ${ms} ms`)
+      assert.ok(err.message.includes(`no sentinel knows a primary named "nosuchmaster" (tried ${setup.addresses.join(', ')})`),
+        `${what}: ${err.message}`)
+      if (face !== 'the Redisson face') assert.ok(err instanceof R.LockAcquisitionError, `${what}: ${err}`)
+      assert.equal(err.cause && err.cause.code, 'ERR_REDIS_CONNECTION', what)
+    }
+  }
+  console.log('unknown primary name, ms to reject:', JSON.stringify(times))
 })
 
 test('locks go to the primary Sentinel names, through options, an ioredis and a node-redis Sentinel client; a failover is followed', async () => {

@@ -2,8 +2,6 @@
 //! URL and/or explicit fields, validated once, then turned into the `redis`
 //! crate's connection settings.
 
-use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use redis::{ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo};
@@ -69,9 +67,6 @@ pub struct EndpointSpec {
     /// Sentinel client was connected to; the name is asked of the sentinels.
     pub sentinel_primary: Option<String>,
 }
-
-/// A nameless Sentinel spec's primary name and every sentinel known.
-type Learned = (String, Vec<(String, u16)>);
 
 /// Where Sentinel says the primary is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -455,7 +450,21 @@ impl Endpoint {
     /// A `redis::Client` for this endpoint, with custom TLS roots and client
     /// certificates when given.
     pub(crate) fn client(&self) -> Result<redis::Client> {
-        let info = self.connection_info()?;
+        self.client_for(self.connection_info()?)
+    }
+
+    /// A `redis::Client` for the server at `host:port` (the primary Sentinel
+    /// names) with this endpoint's database, credentials and TLS.
+    pub(crate) fn client_at(&self, host: &str, port: u16) -> Result<redis::Client> {
+        self.client_for(tcp_info(
+            host,
+            port,
+            self.tls.as_ref(),
+            self.redis_settings(),
+        )?)
+    }
+
+    fn client_for(&self, info: redis::ConnectionInfo) -> Result<redis::Client> {
         let client = match self.tls.as_ref().map(custom_certs).transpose()?.flatten() {
             None => redis::Client::open(info),
             Some(certs) => redis::Client::build_with_tls(info, certs),
@@ -496,7 +505,7 @@ fn build_cluster(b: redis::cluster::ClusterClientBuilder) -> Result<redis::clust
 }
 
 /// A TCP node (TLS when `tls`) with `redis` settings, TCP_NODELAY on.
-fn tcp_info(
+pub(crate) fn tcp_info(
     host: &str,
     port: u16,
     tls: Option<&TlsSettings>,
@@ -538,138 +547,6 @@ fn host_port(node: &str, what: &str) -> Result<(String, u16)> {
         )));
     }
     Ok((strip_brackets(host), port))
-}
-
-/// A `redis::Client` for the primary Sentinel names now.
-impl Endpoint {
-    pub(crate) async fn sentinel_primary(&self, s: &SentinelSpec) -> Result<redis::Client> {
-        let mut auth = RedisConnectionInfo::default().set_skip_set_lib_name();
-        if let Some(user) = &s.username {
-            auth = auth.set_username(user);
-        }
-        if let Some(pass) = &s.password {
-            auth = auth.set_password(pass);
-        }
-        let (name, nodes) = match s.name.is_empty() {
-            false => (s.name.clone(), s.nodes.clone()),
-            true => self.learn_sentinel_name(s, &auth).await?,
-        };
-        let sentinels = nodes
-            .iter()
-            .map(|(h, p)| tcp_info(h, *p, None, auth.clone()))
-            .collect::<Result<Vec<_>>>()?;
-        let mut sentinel = redis::sentinel::Sentinel::build(sentinels)
-            .map_err(|e| Error::InvalidArgument(format!("Invalid Sentinel settings: {e}")))?;
-        let redis = self.redis_settings();
-        let mut node =
-            redis::sentinel::SentinelNodeConnectionInfo::default().set_redis_connection_info(redis);
-        if let Some(tls) = &self.tls {
-            if tls.ca.is_some() || tls.cert.is_some() || tls.key.is_some() {
-                return Err(Error::InvalidArgument(
-                    "Sentinel with a custom TLS CA or client certificate is not supported yet"
-                        .into(),
-                ));
-            }
-            node = node.set_tls_mode(if tls.reject_unauthorized {
-                redis::TlsMode::Secure
-            } else {
-                redis::TlsMode::Insecure
-            });
-        }
-        sentinel
-            .async_master_for(&name, Some(&node))
-            .await
-            .map_err(|e| {
-                Error::Connection(format!(
-                    "Sentinel could not name a primary for {name:?}: {e}"
-                ))
-            })
-    }
-
-    /// For a Sentinel spec without a name (a node-redis Sentinel client,
-    /// whose settings are private): the name of the primary the sentinels
-    /// monitor at `hint` (or of the only one they monitor), and every
-    /// sentinel they know of. Asked once per spec, then remembered.
-    async fn learn_sentinel_name(
-        &self,
-        s: &SentinelSpec,
-        auth: &RedisConnectionInfo,
-    ) -> Result<Learned> {
-        static LEARNED: LazyLock<Mutex<HashMap<SentinelSpec, Learned>>> =
-            LazyLock::new(Mutex::default);
-        let cached = LEARNED
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(s)
-            .cloned();
-        if let Some(found) = cached {
-            return Ok(found);
-        }
-        let mut last = String::from("no sentinel answered");
-        for (host, port) in &s.nodes {
-            match self.ask_sentinel(host, *port, s, auth).await {
-                Ok(found) => {
-                    let mut learned = LEARNED.lock().unwrap_or_else(|p| p.into_inner());
-                    learned.insert(s.clone(), found.clone());
-                    return Ok(found);
-                }
-                Err(e) => last = e.message().to_string(),
-            }
-        }
-        Err(Error::Connection(format!(
-            "Sentinel could not tell which primary the node-redis Sentinel client uses: {last}"
-        )))
-    }
-
-    async fn ask_sentinel(
-        &self,
-        host: &str,
-        port: u16,
-        s: &SentinelSpec,
-        auth: &RedisConnectionInfo,
-    ) -> Result<Learned> {
-        let client = redis::Client::open(tcp_info(host, port, None, auth.clone())?)?;
-        let within = self.connect_timeout + self.command_timeout;
-        let work = async {
-            let mut conn = client.get_multiplexed_async_connection().await?;
-            let masters: Vec<HashMap<String, String>> = redis::cmd("SENTINEL")
-                .arg("MASTERS")
-                .query_async(&mut conn)
-                .await?;
-            let at = |m: &HashMap<String, String>| {
-                let addr = (m.get("ip")?.clone(), m.get("port")?.parse::<u16>().ok()?);
-                Some(addr)
-            };
-            let hit = masters
-                .iter()
-                .find(|m| s.hint.is_some() && at(m) == s.hint)
-                .or(match masters.as_slice() {
-                    [only] => Some(only),
-                    _ => None,
-                });
-            let Some(name) = hit.and_then(|m| m.get("name")).cloned() else {
-                return Err(Error::InvalidArgument(format!(
-                    "sentinel {host}:{port} monitors {} primaries, none at the client's: pass {{ sentinels, name }}",
-                    masters.len()
-                )));
-            };
-            let peers: Vec<HashMap<String, String>> = redis::cmd("SENTINEL")
-                .arg("SENTINELS")
-                .arg(&name)
-                .query_async(&mut conn)
-                .await?;
-            let mut nodes = s.nodes.clone();
-            for p in peers.iter().filter_map(at) {
-                if !nodes.contains(&p) {
-                    nodes.push(p);
-                }
-            }
-            Ok((name, nodes))
-        };
-        tokio::time::timeout(within, work)
-            .await
-            .map_err(|_| Error::Timeout(format!("sentinel {host}:{port} did not answer in time")))?
-    }
 }
 
 /// URL schemes `createLock` accepts, as the Node clients spell them.

@@ -194,22 +194,7 @@ async fn connect(endpoint: Endpoint) -> Result<Link> {
     }
     let client = match &endpoint.sentinel {
         // Asked again at every connect: after a failover, the new primary.
-        // Mid-failover (or under load, with a primary briefly flagged down)
-        // Sentinel may name none: ask again until the deadline.
-        Some(spec) => {
-            let asking = async {
-                loop {
-                    match endpoint.sentinel_primary(spec).await {
-                        Err(Error::InvalidArgument(m)) => return Err(Error::InvalidArgument(m)),
-                        Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
-                        found => return found,
-                    }
-                }
-            };
-            // A refused setting (InvalidArgument) stays what it is.
-            let asked = async { Ok::<_, Error>(asking.await) };
-            within(&endpoint, deadline, "Sentinel lookup", asked).await??
-        }
+        Some(spec) => endpoint.sentinel_primary(spec, deadline).await?,
         None => endpoint.client()?,
     };
     let config = ConnectionManagerConfig::new()

@@ -22,6 +22,7 @@ pub mod replicas;
 pub mod resp;
 mod retry;
 pub mod scripts;
+mod sentinel;
 pub mod timer;
 pub mod wakeups;
 

@@ -346,11 +346,13 @@ pub async fn release_announced<C: ConnectionLike>(
 ) -> Result<bool> {
     check_key(key)?;
     let publish = if sharded { "SPUBLISH" } else { "PUBLISH" };
-    let mut reply = announce_once(conn, key, token, channel, publish).await;
-    if matches!(reply, Err(Error::Connection(_))) {
-        reply = announce_once(conn, key, token, channel, publish).await;
+    match announce_once(conn, key, token, channel, publish).await {
+        Err(broken @ Error::Connection(_)) => {
+            let again = announce_once(conn, key, token, channel, publish).await;
+            resent(broken, again, Resend::Removes)
+        }
+        reply => Ok(reply? == 1),
     }
-    Ok(reply? == 1)
 }
 
 async fn announce_once<C: ConnectionLike>(
@@ -412,9 +414,8 @@ pub async fn release<C: ConnectionLike>(conn: &mut C, key: &str, token: &str) ->
         key,
         token,
         ms: None,
+        resend: Resend::Removes,
     };
-    // If a first try that broke did delete the key, the retry reports it
-    // gone (`false`).
     compare_and_act(conn, &call).await
 }
 
@@ -434,8 +435,8 @@ pub async fn extend<C: ConnectionLike>(
         key,
         token,
         ms: Some(ms),
+        resend: Resend::Keeps,
     };
-    // PEXPIRE to the same value is idempotent, so a retry is harmless.
     compare_and_act(conn, &call).await
 }
 
@@ -446,6 +447,8 @@ struct CompareAndAct<'a> {
     key: &'a str,
     token: &'a str,
     ms: Option<u64>,
+    /// What a resend that finds the key not ours may conclude.
+    resend: Resend,
 }
 
 impl CompareAndAct<'_> {
@@ -467,16 +470,48 @@ impl CompareAndAct<'_> {
 
 /// Runs a compare-and-act script: `true` when it acted (replied 1). If the
 /// connection broke under it, tries once more: the broken connection has
-/// been retired or is reconnecting, so the second try goes over a fresh one.
+/// been retired or is reconnecting, so the second try goes over a fresh one
+/// (see [`resent`] for what its answer means).
 async fn compare_and_act<C: ConnectionLike>(
     conn: &mut C,
     call: &CompareAndAct<'_>,
 ) -> Result<bool> {
-    let mut reply: Result<i64> = call.run(conn).await.map_err(Error::from);
-    if matches!(reply, Err(Error::Connection(_))) {
-        reply = call.run(conn).await.map_err(Error::from);
+    match call.run(conn).await.map_err(Error::from) {
+        Err(broken @ Error::Connection(_)) => {
+            let again = call.run(conn).await.map_err(Error::from);
+            resent(broken, again, call.resend)
+        }
+        reply => Ok(reply? == 1),
     }
-    Ok(reply? == 1)
+}
+
+/// What a compare-and-act command's first try did to the key, if it ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resend {
+    /// It left the key ours (an extend, a renewal): a resend that finds the
+    /// key not ours tells the truth.
+    Keeps,
+    /// It removed the key (a release): a resend that finds the key not ours
+    /// cannot tell "the first try removed it" from "it had expired".
+    Removes,
+}
+
+/// The outcome of a compare-and-act command sent again (`again`: its reply,
+/// 1 when it acted) after the connection broke under its first try
+/// (`broken`), which may have run before the reply was lost. A resend that
+/// acted: done. One that found the key not ours after a first try that
+/// would have removed it: unknown, so the broken connection is reported
+/// (with what was seen), never a "not ours" that may be false.
+pub(crate) fn resent(broken: Error, again: Result<i64>, first: Resend) -> Result<bool> {
+    match (again?, first) {
+        (1, _) => Ok(true),
+        (_, Resend::Keeps) => Ok(false),
+        (_, Resend::Removes) => Err(Error::Connection(format!(
+            "{broken}; sent again, it found the lock no longer held: the first try may have \
+             released it before the connection broke, so whether this release took effect \
+             is unknown"
+        ))),
+    }
 }
 
 /// A fresh random lock token (UUID v4: 122 random bits).
@@ -528,6 +563,29 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("timeout 0"), "{msg}");
+    }
+
+    #[test]
+    fn a_resent_release_that_finds_nothing_is_unknown_not_expired() {
+        let broken = || Error::Connection("Redis connection failed: reset".into());
+        assert_eq!(resent(broken(), Ok(1), Resend::Removes), Ok(true));
+        assert_eq!(resent(broken(), Ok(1), Resend::Keeps), Ok(true));
+        // An extend's first try leaves the key ours: "not ours" is the truth.
+        assert_eq!(resent(broken(), Ok(0), Resend::Keeps), Ok(false));
+        // A release's may have removed it: the broken connection, with what was seen.
+        let err = resent(broken(), Ok(0), Resend::Removes).unwrap_err();
+        assert_eq!(err.code(), "ERR_REDIS_CONNECTION");
+        assert!(
+            err.message().starts_with("Redis connection failed: reset;"),
+            "{err}"
+        );
+        assert!(err.message().contains("unknown"), "{err}");
+        // A resend that failed too reports its own failure.
+        let timeout = Error::Timeout("late".into());
+        assert_eq!(
+            resent(broken(), Err(timeout.clone()), Resend::Removes),
+            Err(timeout)
+        );
     }
 
     #[test]

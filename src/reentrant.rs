@@ -21,7 +21,7 @@ use redis::aio::ConnectionLike;
 use redis::Value;
 
 use crate::error::{Error, Result};
-use crate::lock::MAX_MS;
+use crate::lock::{self, Resend, MAX_MS};
 use crate::scripts::Lua;
 use crate::timer::Timer;
 use crate::wakeups::Wakeups;
@@ -418,14 +418,17 @@ pub async fn force_unlock<C: ConnectionLike>(
     adapter: Adapter,
 ) -> Result<bool> {
     check_name(name)?;
-    let v = eval_retrying(
-        conn,
-        &scripts().force[adapter.index()],
-        &[name, channel],
-        &[UNLOCK_MESSAGE.as_bytes()],
-    )
-    .await?;
-    Ok(integer(&v, "the force-unlock script")? == 1)
+    let lua = &scripts().force[adapter.index()];
+    let (keys, args): ([&str; 2], [&[u8]; 1]) = ([name, channel], [UNLOCK_MESSAGE.as_bytes()]);
+    let deleted = |v: Value| integer(&v, "the force-unlock script");
+    match eval(conn, lua, &keys, &args).await.map_err(Error::from) {
+        // A first try that deleted the lock leaves a resend nothing to delete.
+        Err(broken @ Error::Connection(_)) => {
+            let again = eval(conn, lua, &keys, &args).await.map_err(Error::from);
+            lock::resent(broken, again.and_then(deleted), Resend::Removes)
+        }
+        reply => Ok(deleted(reply?)? == 1),
+    }
 }
 
 /// The watchdog's renewal: sets the lease to `lease_ms` if `field` still

@@ -221,7 +221,10 @@ impl Wakeups {
     async fn connect(self: Arc<Self>) -> Result<Link> {
         // Behind Sentinel: the primary it names now, as for commands.
         let client = match &self.endpoint.sentinel {
-            Some(spec) => self.endpoint.sentinel_primary(spec).await?,
+            Some(spec) => {
+                let deadline = tokio::time::Instant::now() + self.endpoint.connect_timeout;
+                self.endpoint.sentinel_primary(spec, deadline).await?
+            }
             None => self.endpoint.client()?,
         };
         let within = self.endpoint.connect_timeout;
