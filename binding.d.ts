@@ -129,7 +129,9 @@ export declare function keeperDrop(endpoint: number, key: string, token: string)
 
 /**
  * A new JavaScript environment's id for the lease keeper (one per loaded
- * module instance: the main thread, each worker).
+ * module instance: the main thread, each worker). When the environment is
+ * torn down (a worker terminated, the process exiting), its cleanup hook
+ * stops its leases and frees its state.
  */
 export declare function keeperEnv(): number
 

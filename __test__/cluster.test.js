@@ -144,6 +144,23 @@ test('fencing counters share the key\'s slot; autoExtend renews through the clus
   }
 })
 
+test('fencing on keys with a \'}\' but no hash tag: the counter gets a tag in the key\'s slot', async () => {
+  const lock = R.createLock({ cluster: cluster.seeds }, { timeout: 2000, fencing: true, wakeOnRelease: true })
+  for (const key of ['order}42', '}', '{}', 'a{}b{c}']) {
+    await lock.acquire(key)
+    const first = lock.fencingToken
+    assert.equal(await check.get(key), lock._id, key)
+    await lock.release()
+    await lock.acquire(key)
+    assert.equal(lock.fencingToken, first + 1n, key)
+    assert.equal((await R.inspect({ cluster: cluster.seeds }, key)).fencingToken, first + 1n, key)
+    await lock.release()
+  }
+  // The name is part of the contract: existing counters keep counting.
+  assert.equal(await check.cluster('KEYSLOT', '{4oZ}order}42:redislock-rs:fencing'), await check.cluster('KEYSLOT', 'order}42'))
+  assert.ok(Number(await check.get('{4oZ}order}42:redislock-rs:fencing')) >= 2)
+})
+
 test('the Redisson face on the cluster: node-redisson\'s { clusters } config, re-entry, a waiter woken on release', async () => {
   const nodes = cluster.seeds.map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) }))
   const r = new RS.Redisson({ redis: { clusters: nodes }, lockWatchdogTimeout: 900n })

@@ -11,18 +11,27 @@
  * since the last call, whose owners are then told (`onLost`). Nothing here
  * keeps the process alive, and a lock object collected while held stops
  * being renewed (its key expires by its TTL).
+ *
+ * A loss can be reported before its hold is watched: the keeper starts at
+ * the grant, and JavaScript watches the hold only when the acquire's
+ * completion runs (later, if the loop was blocked meanwhile). Such a loss is
+ * kept aside (`early`) and delivered by `watch()`; one never watched (an
+ * acquire aborted as it was granted) is forgotten after EARLY_MS.
  */
 
 const { inspect } = require('util')
 const native = require('./native')
 
 const POLL_MS = 50
+const EARLY_MS = 60000
 const REASONS = [undefined, 'expired', 'taken', 'renewal-failed', 'max-hold', 'event-loop-stalled']
 
 let env = null
 let timer = null
 // hold id -> { lock: WeakRef, onLost(reason) }
 const kept = new Map()
+// hold id -> { reason, at }: lost before it was watched.
+const early = new Map()
 const dropped = new FinalizationRegistry(({ hold, endpoint, key, token }) => {
   if (!kept.has(hold)) return
   kept.delete(hold)
@@ -56,6 +65,7 @@ function cancel (id) {
   native.lockxCancel(envId(), id)
 }
 
+/** Beats the heart, and tells the owners of the holds reported lost. */
 function poll () {
   let lost
   try {
@@ -63,16 +73,29 @@ function poll () {
   } catch (_) {
     return
   }
+  const at = performance.now()
   for (let i = 0; i + 1 < lost.length; i += 2) {
+    const reason = REASONS[lost[i + 1]] || 'renewal-failed'
     const entry = kept.get(lost[i])
-    if (entry === undefined) continue
+    if (entry === undefined) {
+      early.set(lost[i], { reason, at })
+      continue
+    }
     kept.delete(lost[i])
     dropped.unregister(entry)
-    try {
-      entry.onLost(REASONS[lost[i + 1]] || 'renewal-failed')
-    } catch (_) {}
+    tell(entry, reason)
   }
-  idle()
+  if (early.size > 0) {
+    for (const [hold, e] of early) {
+      if (at - e.at > EARLY_MS) early.delete(hold)
+    }
+  }
+}
+
+function tell (entry, reason) {
+  try {
+    entry.onLost(reason)
+  } catch (_) {}
 }
 
 function idle () {
@@ -95,11 +118,26 @@ function watch (hold, lock, where, onLost) {
   const entry = { onLost }
   kept.set(hold, entry)
   if (where !== null) dropped.register(lock, { hold, ...where }, entry)
-  if (timer === null) {
-    native.keeperPoll(envId())
-    timer = setInterval(poll, POLL_MS)
+  // The first poll also collects what was lost before there was a timer.
+  if (timer === null) poll()
+  const before = early.get(hold)
+  if (before !== undefined) {
+    early.delete(hold)
+    if (kept.get(hold) === entry) {
+      kept.delete(hold)
+      dropped.unregister(entry)
+      tell(entry, before.reason)
+    }
+  }
+  if (kept.size > 0 && timer === null) {
+    timer = setInterval(tick, POLL_MS)
     timer.unref()
   }
+}
+
+function tick () {
+  poll()
+  idle()
 }
 
 /** Stops watching `hold` (released, extended into a loss, or reported). */

@@ -20,8 +20,10 @@
 //! `max_lag`, or when the hold has lasted `max_hold`; and every end that is
 //! not a release — those two, the key gone or carrying another owner, Redis
 //! not confirming a renewal before the lease ran out — is reported as a
-//! [`Lost`] for JavaScript to collect ([`Liveness::drain`]). The key is
-//! never deleted here: a lock that is not renewed expires by its TTL.
+//! [`Lost`] for JavaScript to collect ([`Liveness::drain`]). An environment
+//! that is torn down (a worker terminated) [`end`]s its leases at once,
+//! reporting nothing. The key is never deleted here: a lock that is not
+//! renewed expires by its TTL.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -128,6 +130,8 @@ fn now_ms() -> u64 {
 pub struct Liveness {
     last_beat: AtomicU64,
     lost: Mutex<Vec<(u32, Lost)>>,
+    /// The environment is gone ([`end`]): nothing of it is kept any more.
+    ended: AtomicBool,
 }
 
 impl Liveness {
@@ -149,6 +153,10 @@ impl Liveness {
 
     fn report(&self, hold: u32, why: Lost) {
         locked(&self.lost).push((hold, why));
+    }
+
+    fn ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
     }
 
     fn lag(&self) -> Duration {
@@ -174,6 +182,8 @@ struct Entry {
     /// Until when (`now_ms` clock) the lease is known to run: the send time
     /// of the last confirmed renewal plus the lease.
     confirmed_until: Arc<AtomicU64>,
+    /// The environment it is kept for (`None`: kept for no JavaScript).
+    liveness: Option<Arc<Liveness>>,
 }
 
 static RUNNING: LazyLock<Mutex<HashMap<Held, Entry>>> = LazyLock::new(Mutex::default);
@@ -191,7 +201,8 @@ fn running() -> std::sync::MutexGuard<'static, HashMap<Held, Entry>> {
 /// `lease_ms / 3` until stopped. `granted` is when the grant's command was
 /// sent (the lease runs from no earlier) and `valid_until` how long the
 /// grant vouches for (the lease from `granted`; less for Redlock). A second
-/// start for a lock already kept does nothing.
+/// start for a lock already kept does nothing, nor does a start for an
+/// environment that has [`end`]ed.
 pub fn start(
     rt: &Handle,
     servers: Servers,
@@ -203,7 +214,9 @@ pub fn start(
 ) {
     let (gate, stopped, lease, confirmed) = {
         let mut map = running();
-        if map.contains_key(&held) {
+        // Checked under the map's lock, which `end` holds while it marks
+        // the environment ended: no entry of an ended one is left behind.
+        if map.contains_key(&held) || watch.as_ref().is_some_and(|w| w.liveness.ended()) {
             return;
         }
         let entry = Entry {
@@ -211,6 +224,7 @@ pub fn start(
             stopped: Arc::new(AtomicBool::new(false)),
             lease_ms: Arc::new(AtomicU64::new(lease_ms)),
             confirmed_until: Arc::new(AtomicU64::new(at_ms(valid_until))),
+            liveness: watch.as_ref().map(|w| Arc::clone(&w.liveness)),
         };
         let parts = (
             Arc::clone(&entry.gate),
@@ -405,6 +419,27 @@ impl Paused {
         self.confirmed_until
             .store(at_ms(valid_until), Ordering::Release);
     }
+}
+
+/// The JavaScript environment of `liveness` is gone (a worker terminated,
+/// or the process exiting): its leases are renewed no more, at once and
+/// without reports (nobody is left to collect them); their keys expire by
+/// their TTL. A lease started for it later is not kept either.
+pub fn end(liveness: &Arc<Liveness>) {
+    let mut map = running();
+    liveness.ended.store(true, Ordering::Release);
+    locked(&liveness.lost).clear();
+    map.retain(|_, e| {
+        if e.liveness
+            .as_ref()
+            .is_some_and(|l| Arc::ptr_eq(l, liveness))
+        {
+            e.stopped.store(true, Ordering::Release);
+            false
+        } else {
+            true
+        }
+    });
 }
 
 /// Stops every renewal matching `which` (a force-unlock, a `quit`).

@@ -1,8 +1,11 @@
 //! redislock-rs: distributed locks on Redis.
 //!
-//! The core (`config`, `connection`, `scripts`, `lock`) knows nothing about
-//! JavaScript; `node` is the thin napi surface over it, built with the
-//! default `node` feature.
+//! The core knows nothing about JavaScript: reaching Redis (`config`,
+//! `connection`, `resp`, `batch`, `scripts`), waiting (`retry`, `wakeups`,
+//! `cancel`, `timer`), one module per lock kind (`lock`, `reentrant`,
+//! `quorum`, `replicas`, with `keys` for their helper keys), and the lease
+//! keeper (`keeper`); `error` is shared by all. `node` is the thin napi
+//! surface over it, built with the default `node` feature.
 
 // Every unsafe operation sits in an `unsafe` block of its own, with the
 // reason it is sound beside it, also inside `unsafe fn`s.

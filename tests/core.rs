@@ -376,3 +376,104 @@ async fn locks_over_a_unix_socket_from_url_or_path() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An environment that ends (a worker terminated) stops its leases at once
+/// — their keys then only run down their TTL — and only its own: another
+/// environment's lease goes on being renewed. A lease started for an
+/// ended environment is not kept.
+#[tokio::test]
+async fn an_ended_environment_stops_only_its_own_leases() {
+    use redislock_rs::keeper::{self, Held, Kind, Liveness, Servers, Watch};
+
+    let server = Server::start();
+    let shared = SharedConnection::shared(server.endpoint(5));
+    let mut conn = shared.get().await.expect("connect");
+    let mut check = raw(&server, 5).await;
+    let rt = tokio::runtime::Handle::current();
+    let lease = 600;
+    let (gone_env, live_env) = (Liveness::new(), Liveness::new());
+    let mut helds = Vec::new();
+    for (key, env) in [("ended:a", &gone_env), ("live:b", &live_env)] {
+        let token = lock::new_token();
+        let sent = Instant::now();
+        let o = opts(lease, Retries::Count(0), 50);
+        assert!(lock::acquire(&mut conn, &TokioTimer, key, &token, &o)
+            .await
+            .unwrap());
+        let held = Held::new(&shared, key, &token, Kind::Token);
+        let watch = Watch {
+            liveness: Arc::clone(env),
+            hold: 1,
+            max_lag: Duration::from_secs(60),
+            max_hold: None,
+        };
+        let until = sent + Duration::from_millis(lease);
+        let one = Servers::One(Arc::clone(&shared));
+        keeper::start(&rt, one, held.clone(), lease, sent, until, Some(watch));
+        helds.push(held);
+    }
+    let pttl = |check: &mut redis::aio::MultiplexedConnection, key: &'static str| {
+        let mut c = check.clone();
+        async move {
+            let p: i64 = redis::cmd("PTTL")
+                .arg(key)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            p
+        }
+    };
+    // Both renewed past their lease.
+    tokio::time::sleep(Duration::from_millis(2 * lease)).await;
+    for key in ["ended:a", "live:b"] {
+        assert!(pttl(&mut check, key).await > 0, "{key} renewed");
+    }
+
+    keeper::end(&gone_env);
+    assert!(keeper::remaining(&helds[0]).is_none(), "no longer kept");
+    assert!(
+        keeper::remaining(&helds[1]).is_some(),
+        "the other still kept"
+    );
+    tokio::time::sleep(Duration::from_millis(30)).await; // one in flight may land
+    let ended = Instant::now();
+    let mut last = pttl(&mut check, "ended:a").await;
+    while last > 0 {
+        assert!(
+            ended.elapsed() < Duration::from_millis(lease + 1000),
+            "expired by its TTL"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = pttl(&mut check, "ended:a").await;
+        assert!(
+            now <= last || now == -2,
+            "renewed after the end: {last} -> {now}"
+        );
+        last = now;
+    }
+    tokio::time::sleep(Duration::from_millis(lease)).await;
+    assert!(
+        pttl(&mut check, "live:b").await > 0,
+        "the live one still renewed"
+    );
+    assert!(
+        gone_env.drain().is_empty(),
+        "an ended environment is told nothing"
+    );
+
+    // Started after the end: not kept.
+    let token = lock::new_token();
+    let late = Held::new(&shared, "ended:late", &token, Kind::Token);
+    let watch = Watch {
+        liveness: Arc::clone(&gone_env),
+        hold: 2,
+        max_lag: Duration::from_secs(60),
+        max_hold: None,
+    };
+    let now = Instant::now();
+    let until = now + Duration::from_millis(lease);
+    let one = Servers::One(Arc::clone(&shared));
+    keeper::start(&rt, one, late.clone(), lease, now, until, Some(watch));
+    assert!(keeper::remaining(&late).is_none());
+    keeper::end(&live_env);
+}

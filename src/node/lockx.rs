@@ -352,8 +352,20 @@ pub(crate) fn cancel(env: u32, id: u32) {
     }
 }
 
-/// Every JavaScript environment's [`Liveness`], by the id JavaScript holds.
-static ENVS: LazyLock<Mutex<Vec<Arc<Liveness>>>> = LazyLock::new(Mutex::default);
+/// Every live JavaScript environment's [`Liveness`], by the id JavaScript
+/// holds; an environment's entry goes with it ([`end_env`]), and its id is
+/// not given out again.
+#[derive(Default)]
+struct Envs {
+    by_id: HashMap<u32, Arc<Liveness>>,
+    next: u32,
+}
+
+static ENVS: LazyLock<Mutex<Envs>> = LazyLock::new(Mutex::default);
+
+fn envs() -> std::sync::MutexGuard<'static, Envs> {
+    ENVS.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// The keeper's bounds for JavaScript's hold `hold` in environment `env`
 /// (`max_hold_ms` 0: none).
@@ -367,17 +379,43 @@ pub(crate) fn watch(env: u32, hold: u32, max_lag_ms: u64, max_hold_ms: u64) -> R
 }
 
 pub(crate) fn liveness(env: u32) -> Result<Arc<Liveness>> {
-    let envs = ENVS.lock().unwrap_or_else(|p| p.into_inner());
-    envs.get(env as usize)
+    envs()
+        .by_id
+        .get(&env)
         .cloned()
         .ok_or_else(|| Error::InvalidArgument(format!("unknown keeper environment {env}")))
 }
 
 /// A new environment's id.
 pub(crate) fn new_env() -> u32 {
-    let mut envs = ENVS.lock().unwrap_or_else(|p| p.into_inner());
-    envs.push(Liveness::new());
-    (envs.len() - 1) as u32
+    let mut envs = envs();
+    let mut id = envs.next;
+    while envs.by_id.contains_key(&id) {
+        id = id.wrapping_add(1);
+    }
+    envs.next = id.wrapping_add(1);
+    envs.by_id.insert(id, Liveness::new());
+    id
+}
+
+/// Environment `env` is torn down (its cleanup hook): its leases stop at
+/// once (their keys expire by TTL), its acquires still waiting are
+/// cancelled, and its state is freed.
+pub(crate) fn end_env(env: u32) {
+    let removed = envs().by_id.remove(&env);
+    if let Some(l) = removed {
+        keeper::end(&l);
+    }
+    let waiting: Vec<Arc<Cancel>> = {
+        let map = CANCELS.lock().unwrap_or_else(|p| p.into_inner());
+        map.iter()
+            .filter(|((e, _), _)| *e == env)
+            .map(|(_, c)| Arc::clone(c))
+            .collect()
+    };
+    for c in waiting {
+        c.cancel();
+    }
 }
 
 /// Beats `env`'s heart and collects its losses, flat: hold, reason, ...

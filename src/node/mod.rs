@@ -242,11 +242,22 @@ pub fn stop_redisson_renewals(prefix: String) {
 }
 
 /// A new JavaScript environment's id for the lease keeper (one per loaded
-/// module instance: the main thread, each worker).
+/// module instance: the main thread, each worker). When the environment is
+/// torn down (a worker terminated, the process exiting), its cleanup hook
+/// stops its leases and frees its state.
 #[cfg_attr(test, allow(dead_code))]
 #[napi(catch_unwind)]
-pub fn keeper_env() -> u32 {
-    lockx::new_env()
+pub fn keeper_env(env: Env) -> napi::Result<u32> {
+    let id = lockx::new_env();
+    let hook = env.add_env_cleanup_hook(id, |id| {
+        // A panic must not unwind into Node's teardown.
+        let _ = std::panic::catch_unwind(|| lockx::end_env(id));
+    });
+    if let Err(e) = hook {
+        lockx::end_env(id);
+        return Err(e);
+    }
+    Ok(id)
 }
 
 /// The JavaScript thread of `env` is alive: beats its heart and returns the
