@@ -7,8 +7,9 @@
  * result is the plain `ConnectOptions` object the native `RedisConnection`
  * takes, plus the key prefix the client puts in front of every key it sends.
  *
- * Anything that cannot be read exactly (Sentinel, Cluster, a custom ioredis
- * connector, a client whose settings are hidden) is refused, never guessed:
+ * Anything that cannot be read exactly (a custom ioredis connector, a
+ * Sentinel client of a kind we cannot read, a client whose settings are
+ * hidden) is refused, never guessed:
  * a guess would lock on a different server than the user's other code.
  */
 
@@ -22,7 +23,7 @@ const OPTION_FIELDS = ['url', 'host', 'port', 'path', 'db', 'database', 'usernam
 
 const URL_SCHEME = /^(rediss?|unix|redis\+unix):\/\//
 
-/** Options-object fields that name a topology we do not support yet. */
+/** Options-object fields that name a topology in a form we cannot read (each message says which form to give). */
 const UNSUPPORTED_FIELDS = {
   sentinelRootNodes: 'node-redis Sentinel (sentinelRootNodes: give { sentinels: [host:port, ...], name })',
   rootNodes: 'Redis Cluster (rootNodes: give { cluster: [url, ...] } or the cluster client)',
@@ -218,8 +219,8 @@ function classNames (value) {
 }
 
 /**
- * Why `client` is a topology we cannot lock on yet (Cluster, Sentinel, a
- * custom connector), or null. ioredis builds Sentinel clients from the same
+ * Why `client` cannot be read exactly (a Sentinel client of a kind we
+ * cannot read, a custom connector), or null. ioredis builds Sentinel clients from the same
  * `Redis` class, so its options tell, not its class.
  */
 function unsupportedTopology (client) {

@@ -1,7 +1,7 @@
 //! redislock-rs: distributed locks on Redis.
 //!
 //! The core knows nothing about JavaScript: reaching Redis (`config`,
-//! `connection`, `resp`, `batch`, `scripts`), waiting (`retry`, `wakeups`,
+//! `connection`, `sentinel`, `resp`, `batch`, `scripts`), waiting (`retry`, `wakeups`,
 //! `cancel`, `timer`), one module per lock kind (`lock`, `reentrant`,
 //! `quorum`, `replicas`, with `keys` for their helper keys), and the lease
 //! keeper (`keeper`); `error` is shared by all. `node` is the thin napi
