@@ -7,10 +7,10 @@
  * autoExtend, fencing and wakeOnRelease).
  */
 
-const Lock = require('./lib/lock')
-const errors = require('./lib/errors')
-const { createLock } = require('./lib/create')
-const { using, inspect } = require('./lib/using')
+const Lock = require('./lib/redislock/lock')
+const errors = require('./lib/common/errors')
+const { createLock } = require('./lib/redislock/create')
+const { using, inspect } = require('./lib/redislock/using')
 
 /**
  * Sets the defaults used by locks created afterwards. Only `timeout`,

@@ -8,10 +8,10 @@
  */
 
 const { randomUUID } = require('crypto')
-const { targetFor } = require('./lib/targets')
-const { tokioEngineFor } = require('./lib/operations')
-const { stopRedissonRenewals } = require('./lib/native')
-const { RedissonLockError } = require('./lib/errors')
+const { targetFor } = require('./lib/common/targets')
+const { tokioEngineFor } = require('./lib/native/bridge')
+const { stopRedissonRenewals } = require('./lib/native/loader')
+const { RedissonLockError } = require('./lib/common/errors')
 const { TimeUnit } = require('./lib/redisson/timeunit')
 const { RLock, forgetInstance } = require('./lib/redisson/rlock')
 

@@ -9,10 +9,10 @@
  */
 
 const { randomUUID } = require('crypto')
-const { start } = require('../operations')
-const keeper = require('../keeper')
-const { RedissonLockError, nativeMessage } = require('../errors')
-const { newHold, lose, signalOf } = require('../holds')
+const { start } = require('../native/bridge')
+const keeper = require('../common/keeper')
+const { RedissonLockError, nativeMessage } = require('../common/errors')
+const { newHold, lose, signalOf } = require('../common/holds')
 const { TimeUnit } = require('./timeunit')
 
 // Operation codes (src/node/redisson.rs).

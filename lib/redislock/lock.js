@@ -8,18 +8,18 @@
 const { randomUUID } = require('crypto')
 const inspect = require('util').inspect
 const Promise = require('bluebird')
-const { start, rejected, tokioEngineFor } = require('./operations')
-const { targetFor } = require('./targets')
-const keeper = require('./keeper')
-const holds = require('./holds')
+const { start, rejected, tokioEngineFor } = require('../native/bridge')
+const { targetFor } = require('../common/targets')
+const keeper = require('../common/keeper')
+const holds = require('../common/holds')
 const { lose } = holds
-const { keeperRemaining } = require('./native')
-const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('./errors')
-const { signalOption, abortedError, abortable } = require('./abort')
+const { keeperRemaining } = require('../native/loader')
+const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('../common/errors')
+const { signalOption, abortedError, abortable } = require('../common/abort')
 
 // Hidden per-lock state: symbols stay out of Object.keys(lock).
 // The engine that runs this lock's operations, and the endpoint's id it
-// takes with each call (see operations.js).
+// takes with each call (see lib/native/bridge.js).
 const kEngine = Symbol('redislock-rs.engine')
 const kEndpoint = Symbol('redislock-rs.endpoint')
 // The client's key prefix (node_redis v3 `prefix`, ioredis `keyPrefix`):
@@ -33,13 +33,13 @@ const kExtra = Symbol('redislock-rs.extra')
 // The current (or last) hold: see newHold.
 const kHold = Symbol('redislock-rs.hold')
 
-const { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, F_FENCING, F_WAKE, F_KEEP } = require('./codes')
+const { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, F_FENCING, F_WAKE, F_KEEP } = require('../native/codes')
 // Not a native bit: marks a hold whose extend must go through lockx.
 const F_REPLICAS = 8
 const now = () => performance.now()
 
 /**
- * One acquisition's state (lib/holds.js) with when its lease is known to
+ * One acquisition's state (lib/common/holds.js) with when its lease is known to
  * end (performance.now clock; conservative), its option bits, its keeper
  * hold id and its fencing token.
  */

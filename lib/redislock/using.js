@@ -7,11 +7,11 @@
  */
 
 const { createLock } = require('./create')
-const { start } = require('./operations')
-const { targetFor } = require('./targets')
-const { LockAcquisitionError, wrapError } = require('./errors')
+const { start } = require('../native/bridge')
+const { targetFor } = require('../common/targets')
+const { LockAcquisitionError, wrapError } = require('../common/errors')
 
-const { OP_INSPECT } = require('./codes')
+const { OP_INSPECT } = require('../native/codes')
 
 /**
  * Acquires `key` (autoExtend on unless `options.autoExtend` says
