@@ -7,37 +7,4 @@
  * autoExtend, fencing and wakeOnRelease).
  */
 
-const Lock = require('./lib/lock')
-const errors = require('./lib/errors')
-const { createLock } = require('./lib/create')
-const { using, inspect } = require('./lib/using')
-
-/**
- * Sets the defaults used by locks created afterwards. Only `timeout`,
- * `retries` and `delay` are read; null and undefined values are ignored.
- */
-function setDefaults (options) {
-  options = options || {}
-  for (const key in Lock._defaults) {
-    if (options[key] !== null && options[key] !== undefined) {
-      Lock._defaults[key] = parseInt(options[key], 10)
-    }
-  }
-}
-
-/** The locks this process currently holds. */
-function getAcquiredLocks () {
-  return Array.from(Lock._acquiredLocks.values())
-}
-
-module.exports = {
-  createLock,
-  setDefaults,
-  getAcquiredLocks,
-  using,
-  inspect,
-  LockAcquisitionError: errors.LockAcquisitionError,
-  LockReleaseError: errors.LockReleaseError,
-  LockExtendError: errors.LockExtendError,
-  LockLostError: errors.LockLostError
-}
+module.exports = require('./lib/redislock')

@@ -28,7 +28,7 @@ test('a chain of operations that each finish inside the turn that started them a
   // An operation on an endpoint id that names no endpoint fails inside its
   // first poll; with native promises the next one starts in the same
   // engine turn, from the previous one's continuation.
-  const operations = require('../lib/operations')
+  const operations = require('../lib/native/bridge')
   const engine = operations.engineFor()
   const settleOutcome = (lock, key, outcome, err, resolve, reject) => (err ? reject(err) : resolve(outcome))
   for (let i = 0; i < 40; i++) {
@@ -54,7 +54,7 @@ test('an outcome that cannot be applied rejects its own call and leaves the othe
 
 test('abandoned retry pauses leave nothing behind on the engine', async () => {
   const redislock = require('..')
-  const { engineStats } = require('../lib/native')
+  const { engineStats } = require('../lib/native/loader')
   const holder = redislock.createLock(redis.server.url, { timeout: 20000 })
   await holder.acquire('edges:held')
   const controllers = Array.from({ length: 100 }, () => new AbortController())
@@ -96,7 +96,7 @@ test('two copies of the package over one loaded addon keep their operations apar
 
 test('buffers a burst of large commands grew are given back once the burst is over', async () => {
   const redislock = require('..')
-  const { engineStats } = require('../lib/native')
+  const { engineStats } = require('../lib/native/loader')
   const big = 'k'.repeat(1 << 20) // 1 MiB keys: every command is large
   const locks = Array.from({ length: 40 }, () => redislock.createLock(redis.server.url, { timeout: 20000 }))
   await Promise.all(locks.map((l, i) => l.acquire(`${big}:${i}`)))

@@ -12,7 +12,7 @@ const assert = require('node:assert/strict')
 const { spawnSync } = require('child_process')
 const path = require('path')
 const { startRedis } = require('./helpers/redis')
-const { defaultEngine } = require('../lib/operations')
+const { defaultEngine } = require('../lib/native/bridge')
 
 let server
 before(async () => { server = await startRedis() })

@@ -138,10 +138,10 @@ describe('hostile input (property-based)', () => {
   before(async () => {
     srv = await startRedis()
     raw = new Redis({ port: srv.port, host: '127.0.0.1' })
-    Object.assign(savedDefaults, require('../lib/lock')._defaults)
+    Object.assign(savedDefaults, require('../lib/redislock/lock')._defaults)
   })
   after(async () => {
-    Object.assign(require('../lib/lock')._defaults, savedDefaults)
+    Object.assign(require('../lib/redislock/lock')._defaults, savedDefaults)
     console.log(`# hostile input: ${cases} cases run`)
     if (raw) raw.disconnect()
     if (srv) await srv.stop()
@@ -191,7 +191,7 @@ describe('hostile input (property-based)', () => {
       fc.record({ timeout: numberish, retries: numberish, delay: numberish }, { requiredKeys: [] }),
       anyValue
     )
-    const Lock = require('../lib/lock')
+    const Lock = require('../lib/redislock/lock')
     try {
       await fc.assert(fc.asyncProperty(opts, fc.option(opts, { nil: undefined }), async (o, defaults) => {
         cases++

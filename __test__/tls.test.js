@@ -116,7 +116,7 @@ describe('TLS (rediss://)', () => {
     const ours = fs.readdirSync('/proc/self/task')
       .map((t) => { try { return fs.readFileSync(`/proc/self/task/${t}/comm`, 'utf8').trim() } catch (_) { return '' } })
       .filter((name) => name === 'redislock-rs')
-    const engine = require('../lib/operations').defaultEngine()
+    const engine = require('../lib/native/bridge').defaultEngine()
     assert.deepStrictEqual(ours, engine === 'js' ? [] : ['redislock-rs'], `engine ${engine}`)
   })
 })

@@ -41,7 +41,7 @@ function engineOf (contender) {
   if (!contender.engine) return null
   let engine
   try {
-    engine = require('../lib/operations').defaultEngine()
+    engine = require('../lib/native/bridge').defaultEngine()
   } catch (_) {
     return 'unknown'
   }

@@ -32,7 +32,7 @@ const { startRedis, freePort } = require('../__test__/helpers/redis')
 const { makeCertificates } = require('../__test__/helpers/tls')
 const ROOT = path.join(__dirname, '..')
 const redislock = require(ROOT)
-const native = require(path.join(ROOT, 'lib', 'native'))
+const native = require(path.join(ROOT, 'lib', 'native', 'loader'))
 
 function arg (name, fallback) {
   const i = process.argv.indexOf(`--${name}`)

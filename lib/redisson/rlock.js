@@ -9,17 +9,15 @@
  */
 
 const { randomUUID } = require('crypto')
-const { start } = require('../operations')
-const keeper = require('../keeper')
-const { RedissonLockError, nativeMessage } = require('../errors')
-const { newHold, lose, signalOf } = require('../holds')
+const { start } = require('../native/bridge')
+const keeper = require('../common/keeper')
+const { RedissonLockError, nativeMessage } = require('../common/errors')
+const { newHold, lose, signalOf } = require('../common/holds')
 const { TimeUnit } = require('./timeunit')
 
-// Operation codes (src/node/redisson.rs).
-const TRY_LOCK = 0
-const UNLOCK = 1
-const FORCE_UNLOCK = 2
-const IS_LOCKED = 3
+const {
+  REDISSON_TRY_LOCK: TRY_LOCK, REDISSON_UNLOCK: UNLOCK, REDISSON_FORCE_UNLOCK: FORCE_UNLOCK, REDISSON_IS_LOCKED: IS_LOCKED
+} = require('../native/codes')
 // Outcome 3: an unlock that released the last hold (src/node/done.rs).
 const RELEASED = 3
 

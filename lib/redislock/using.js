@@ -7,11 +7,12 @@
  */
 
 const { createLock } = require('./create')
-const { start } = require('./operations')
-const { targetFor } = require('./targets')
-const { LockAcquisitionError, wrapError } = require('./errors')
+const { start } = require('../native/bridge')
+const { targetFor } = require('../common/targets')
+const { LockAcquisitionError, wrapError } = require('../common/errors')
 
-const { OP_INSPECT } = require('./codes')
+const { OP_INSPECT } = require('../native/codes')
+const { lockxNums } = require('../native/wire')
 
 /**
  * Acquires `key` (autoExtend on unless `options.autoExtend` says
@@ -86,7 +87,7 @@ function inspect (client, key) {
     return Promise.reject(err)
   }
   return start(settleInspect, null, key, function (id) {
-    target.engine.lockx(target.endpoint, id, OP_INSPECT, target.prefix + key, '', [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+    target.engine.lockx(target.endpoint, id, OP_INSPECT, target.prefix + key, '', lockxNums(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
   }, Promise)
 }
 

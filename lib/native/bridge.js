@@ -19,7 +19,7 @@
  */
 
 const Promise = require('bluebird')
-const native = require('./native')
+const native = require('./loader')
 
 const ENGINES = ['js', 'tokio']
 const requested = process.env.REDISLOCK_RS_ENGINE || undefined
@@ -64,7 +64,7 @@ function makeOperations ({ Completer, LoopEngine, loopAcquire, loopRelease, loop
   /**
    * The engine for new locks: an object with `acquire`/`release`/
    * `extend(endpointId, id, ...)`. The JS-thread engine serves every endpoint
-   * (TCP, Unix sockets, TLS); chosen once per connection object (lock.js).
+   * (TCP, Unix sockets, TLS); chosen once per connection object (lib/common/targets.js).
    */
   function engineFor () {
     if (useLoop) {

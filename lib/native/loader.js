@@ -7,7 +7,7 @@
  * the Rust target triple, and how to fix it.
  */
 
-const pkg = require('../package.json')
+const pkg = require('../../package.json')
 
 const ARCH = { x86_64: 'x64', aarch64: 'arm64', i686: 'ia32', armv7: 'arm' }
 
@@ -100,7 +100,7 @@ function firstMessage (err) {
 }
 
 try {
-  module.exports = require('../binding')
+  module.exports = require('../../binding')
 } catch (err) {
   // Only the loader's "nothing fits" errors; anything else passes unchanged.
   if (err && /native binding/i.test(err.message) && !/__napiBindingTarget/.test(err.message)) {

@@ -10,16 +10,16 @@
 
 const { randomUUID } = require('crypto')
 const Promise = require('bluebird')
-const { start, rejected } = require('./operations')
-const { targetFor } = require('./targets')
-const { endpointName, keeperRemaining } = require('./native')
-const { CLIENT_KINDS } = require('./clients')
-const keeper = require('./keeper')
-const holds = require('./holds')
-const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('./errors')
-const { signalOption, abortedError, abortable } = require('./abort')
+const { start, rejected } = require('../native/bridge')
+const { targetFor } = require('../common/targets')
+const { endpointName, keeperRemaining } = require('../native/loader')
+const { CLIENT_KINDS } = require('../common/clients')
+const keeper = require('../common/keeper')
+const holds = require('../common/holds')
+const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('../common/errors')
+const { signalOption, abortedError, abortable } = require('../common/abort')
 
-const { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, F_WAKE, F_KEEP } = require('./codes')
+const { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, F_WAKE, F_KEEP } = require('../native/codes')
 const now = () => performance.now()
 
 /** The native report: { granted, validityMs, attempts, servers: [{ outcome, error? }] }. */
@@ -200,7 +200,7 @@ class QuorumLock {
     Object.defineProperties(this, {
       _autoExtend: { value: autoExtend },
       _wake: { value: wake === true },
-      // The current (or last) hold (lib/holds.js) and the next one's id.
+      // The current (or last) hold (lib/common/holds.js) and the next one's id.
       _hold: { value: null, writable: true },
       _holdId: { value: 0, writable: true },
       _engine: { value: targets[0].engine },
@@ -306,7 +306,7 @@ class QuorumLock {
     return start(settle, this, key, this._submit(op, key, nums))
   }
 
-  /** The submit function of operation `op` on `key` (see operations.js). */
+  /** The submit function of operation `op` on `key` (see lib/native/bridge.js). */
   _submit (op, key, nums) {
     const lock = this
     return function (id) {

@@ -6,20 +6,19 @@
  */
 
 const { randomUUID } = require('crypto')
-const inspect = require('util').inspect
 const Promise = require('bluebird')
-const { start, rejected, tokioEngineFor } = require('./operations')
-const { targetFor } = require('./targets')
-const keeper = require('./keeper')
-const holds = require('./holds')
+const { start, rejected, tokioEngineFor } = require('../native/bridge')
+const { targetFor } = require('../common/targets')
+const keeper = require('../common/keeper')
+const holds = require('../common/holds')
 const { lose } = holds
-const { keeperRemaining } = require('./native')
-const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('./errors')
-const { signalOption, abortedError, abortable } = require('./abort')
+const { keeperRemaining } = require('../native/loader')
+const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('../common/errors')
+const { signalOption, abortedError, abortable } = require('../common/abort')
 
 // Hidden per-lock state: symbols stay out of Object.keys(lock).
 // The engine that runs this lock's operations, and the endpoint's id it
-// takes with each call (see operations.js).
+// takes with each call (see lib/native/bridge.js).
 const kEngine = Symbol('redislock-rs.engine')
 const kEndpoint = Symbol('redislock-rs.endpoint')
 // The client's key prefix (node_redis v3 `prefix`, ioredis `keyPrefix`):
@@ -33,13 +32,13 @@ const kExtra = Symbol('redislock-rs.extra')
 // The current (or last) hold: see newHold.
 const kHold = Symbol('redislock-rs.hold')
 
-const { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, F_FENCING, F_WAKE, F_KEEP } = require('./codes')
-// Not a native bit: marks a hold whose extend must go through lockx.
-const F_REPLICAS = 8
+const { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, F_KEEP } = require('../native/codes')
+const { lockxNums, LOCKX_CANCEL } = require('../native/wire')
+const { extrasOf, describeKey, F_REPLICAS } = require('./options')
 const now = () => performance.now()
 
 /**
- * One acquisition's state (lib/holds.js) with when its lease is known to
+ * One acquisition's state (lib/common/holds.js) with when its lease is known to
  * end (performance.now clock; conservative), its option bits, its keeper
  * hold id and its fencing token.
  */
@@ -134,7 +133,7 @@ function submitRelease (lock, key, hold) {
       lock[kEngine].release(lock[kEndpoint], id, lock[kPrefix] + key, lock._id)
     } else {
       lock[kEngine].lockx(lock[kEndpoint], id, OP_RELEASE, lock[kPrefix] + key, lock._id,
-        [0, 0, 0, hold.flags & ~F_REPLICAS, hold.id, keeper.envId(), 0, 0, 0, 0, 0])
+        lockxNums(0, 0, 0, hold.flags & ~F_REPLICAS, hold.id, keeper.envId(), 0, 0, 0, 0, 0))
     }
   }
 }
@@ -152,45 +151,6 @@ function forget (lock) {
 const kExtendStarted = Symbol('redislock-rs.extendStarted')
 const kExtendMs = Symbol('redislock-rs.extendMs')
 const kStarted = Symbol('redislock-rs.acquireStarted')
-
-function flag (options, name) {
-  const v = options[name]
-  if (v === undefined || v === null || v === false) return false
-  if (v === true) return true
-  throw new TypeError(`createLock option ${name} must be true or false; got ${describeKey(v)}`)
-}
-
-/** The options beyond redislock 1.3.0, checked; null when none is on. */
-function extrasOf (options) {
-  const autoExtend = keeper.autoExtendOf(options)
-  const fencing = flag(options, 'fencing')
-  const wake = flag(options, 'wakeOnRelease')
-  const replicas = countOption(options, 'replicas')
-  const replicaTimeout = options.replicaTimeout === undefined || options.replicaTimeout === null
-    ? 1000
-    : countOption(options, 'replicaTimeout')
-  if (replicas > 0 && replicaTimeout === 0) throw new RangeError('createLock option replicaTimeout must be at least 1 ms')
-  if (autoExtend === null && !fencing && !wake && replicas === 0) return null
-  return {
-    autoExtend,
-    replicas,
-    replicaTimeout: replicas > 0 ? replicaTimeout : 0,
-    flags: (fencing ? F_FENCING : 0) | (wake ? F_WAKE : 0) | (autoExtend ? F_KEEP : 0) | (replicas > 0 ? F_REPLICAS : 0)
-  }
-}
-
-function countOption (options, name) {
-  const v = options[name]
-  if (v === undefined || v === null) return 0
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > 0xffffffff) {
-    throw new RangeError(`createLock option ${name} must be a non-negative integer; got ${describeKey(v)}`)
-  }
-  return v
-}
-
-function describeKey (key) {
-  return inspect(key, { breakLength: Infinity, maxStringLength: 200, depth: 0 })
-}
 
 class Lock {
   /**
@@ -280,16 +240,16 @@ class Lock {
       onAbort: null,
       aborted: null
     }
-    const nums = [this.timeout, tryOnly ? 0 : this.retries, this.delay, flags & ~F_REPLICAS, ctx.hold, keeper.envId(),
+    const nums = lockxNums(this.timeout, tryOnly ? 0 : this.retries, this.delay, flags & ~F_REPLICAS, ctx.hold, keeper.envId(),
       keeper.maxLagMs(ae, this.timeout), ae === null ? 0 : (ae.maxHoldMs || 0), signal === null ? 0 : keeper.cancelId(),
-      extra === null ? 0 : extra.replicas, extra === null ? 0 : extra.replicaTimeout]
+      extra === null ? 0 : extra.replicas, extra === null ? 0 : extra.replicaTimeout)
     this[kBusy] = true
     let p = start(settleAcquireX, this, ctx, function (id) {
       lock[kEngine].lockx(lock[kEndpoint], id, OP_ACQUIRE, lock[kPrefix] + key, lock._id, nums)
     })
     // Rejects at once on abort; an attempt in flight that wins is released
     // (settleAcquireX).
-    if (signal !== null) p = abortable(p, signal, ctx, key, nums[8])
+    if (signal !== null) p = abortable(p, signal, ctx, key, nums[LOCKX_CANCEL])
     return fn === undefined ? p : p.nodeify(fn)
   }
 
@@ -325,8 +285,8 @@ class Lock {
       if (hold.flags & (F_KEEP | F_REPLICAS)) {
         const extra = lock[kExtra]
         lock[kEngine].lockx(lock[kEndpoint], id, OP_EXTEND, lock[kPrefix] + key, lock._id,
-          [time, 0, 0, hold.flags & ~F_REPLICAS, hold.id, keeper.envId(), 0, 0, 0,
-            hold.flags & F_REPLICAS ? extra.replicas : 0, hold.flags & F_REPLICAS ? extra.replicaTimeout : 0])
+          lockxNums(time, 0, 0, hold.flags & ~F_REPLICAS, hold.id, keeper.envId(), 0, 0, 0,
+            hold.flags & F_REPLICAS ? extra.replicas : 0, hold.flags & F_REPLICAS ? extra.replicaTimeout : 0))
       } else {
         lock[kEngine].extend(lock[kEndpoint], id, lock[kPrefix] + key, lock._id, time)
       }

@@ -6,8 +6,8 @@
  * or URL. Shared by both faces.
  */
 
-const { RedisConnection } = require('./native')
-const { engineFor, tokioEngineFor } = require('./operations')
+const { RedisConnection } = require('../native/loader')
+const { engineFor, tokioEngineFor } = require('../native/bridge')
 const { readClient, CLIENT_KINDS } = require('./clients')
 
 /**

@@ -20,7 +20,7 @@
  */
 
 const { inspect } = require('util')
-const native = require('./native')
+const native = require('../native/loader')
 
 const POLL_MS = 50
 const EARLY_MS = 60000
