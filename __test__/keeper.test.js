@@ -1,7 +1,7 @@
 'use strict'
 
 /**
- * The lease keeper's JavaScript side (lib/keeper.js): a loss the keeper
+ * The lease keeper's JavaScript side (lib/common/keeper.js): a loss the keeper
  * reports between the native grant and `watch()` — while the JavaScript
  * thread is blocked, so the acquire's completion waits — still reaches the
  * lock's signal. The invariant checked: a kept lock is either still renewed

@@ -345,7 +345,7 @@ function ioredisCluster (servers) {
  * redislock-rs: `createLock({ cluster: [url, ...] }, { timeout: 10000,
  * retries: 0 })` per worker, the same options object for every lock, so one
  * cluster client. No REDISLOCK_RS_ENGINE: a cluster always goes to the
- * tokio engine (lib/targets.js), whatever the default engine is.
+ * tokio engine (lib/common/targets.js), whatever the default engine is.
  */
 const redislockRsCluster = {
   id: 'redislock-rs-cluster',
