@@ -15,26 +15,17 @@ use redis::{Cmd, Value};
 
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
+use crate::limits::{
+    check_not_empty, invalid_timeout, is_positive_ms, not_positive_ms, positive_int, whole_ms,
+};
 use crate::replicas::{self, Replicas};
-use crate::retry::{retry, Attempt, Schedule};
+use crate::retry::{retry, Attempt, Retries, Schedule};
 use crate::scripts::{
     Lua, DEL_IF_EQUAL, DEL_IF_EQUAL_ANNOUNCE_SCRIPT, DEL_IF_EQUAL_SCRIPT, FENCED_SET_SCRIPT,
     PEXPIRE_IF_EQUAL_SCRIPT,
 };
 use crate::timer::Timer;
 use crate::wakeups::Wakeups;
-
-/// Longest TTL or extension accepted, in ms (JavaScript's safe integers).
-pub const MAX_MS: u64 = (1 << 53) - 1;
-
-/// How many attempts an acquire makes after the first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Retries {
-    /// Keep trying until the lock is free (redislock's `retries: -1`).
-    Forever,
-    /// This many more attempts after the first one.
-    Count(u64),
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AcquireOptions {
@@ -60,52 +51,21 @@ impl AcquireOptions {
         } else {
             Retries::Count(retries.min(u64::MAX as f64) as u64)
         };
-        if !(delay_ms.is_finite()
-            && delay_ms >= 0.0
-            && delay_ms.fract() == 0.0
-            && delay_ms <= MAX_MS as f64)
-        {
+        let Some(delay_ms) = whole_ms(delay_ms) else {
             return Err(Error::InvalidArgument(format!(
                 "Invalid delay {delay_ms}: the retry delay must be a non-negative integer number of milliseconds"
             )));
-        }
+        };
         Ok(AcquireOptions {
             ttl_ms,
             retries,
-            delay: Duration::from_millis(delay_ms as u64),
+            delay: Duration::from_millis(delay_ms),
         })
     }
 }
 
-/// `Some(n)` when `x` is an integer in 1..=MAX_MS.
-pub fn positive_int(x: f64) -> Option<u64> {
-    (x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x <= MAX_MS as f64).then_some(x as u64)
-}
-
-/// An extension from JavaScript's number: an integer in 1..=MAX_MS.
-pub fn extension_from_number(ms: f64) -> Result<u64> {
-    positive_int(ms).ok_or_else(|| invalid_extension(ms))
-}
-
-fn invalid_timeout(ttl_ms: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!(
-        "Invalid timeout {ttl_ms}: the lock timeout must be a positive integer number of milliseconds"
-    ))
-}
-
-fn invalid_extension(ms: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!(
-        "Invalid extension {ms}: expected a positive integer number of milliseconds"
-    ))
-}
-
 fn check_key(key: &str) -> Result<()> {
-    if key.is_empty() {
-        return Err(Error::InvalidArgument(
-            "Invalid lock key \"\": the key must be a non-empty string".into(),
-        ));
-    }
-    Ok(())
+    check_not_empty("key", key)
 }
 
 /// One `SET key token PX ttl NX`. `true` when the lock was taken.
@@ -187,7 +147,7 @@ pub async fn acquire_with<C: ConnectionLike>(
     grant: Grant<'_>,
 ) -> Result<Option<Granted>> {
     check_key(key)?;
-    if opts.ttl_ms == 0 || opts.ttl_ms > MAX_MS {
+    if !is_positive_ms(opts.ttl_ms) {
         return Err(invalid_timeout(opts.ttl_ms));
     }
     if let Some(want) = grant.replicas {
@@ -427,8 +387,8 @@ pub async fn extend<C: ConnectionLike>(
     ms: u64,
 ) -> Result<bool> {
     check_key(key)?;
-    if ms == 0 || ms > MAX_MS {
-        return Err(invalid_extension(ms));
+    if !is_positive_ms(ms) {
+        return Err(not_positive_ms("extension", ms));
     }
     let call = CompareAndAct {
         script: &PEXPIRE_IF_EQUAL_SCRIPT,

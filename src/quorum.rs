@@ -25,8 +25,9 @@ use std::sync::Arc;
 
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
-use crate::lock::{self, Retries, MAX_MS};
-use crate::retry::{retry, Attempt, Schedule};
+use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms, MAX_MS};
+use crate::lock;
+use crate::retry::{retry, Attempt, Retries, Schedule};
 use crate::timer::Timer;
 use crate::wakeups::Wakeups;
 
@@ -473,17 +474,11 @@ fn check(n: usize, key: &str, ttl_ms: u64) -> Result<()> {
             "a quorum lock needs at least one server".into(),
         ));
     }
-    if key.is_empty() {
-        return Err(Error::InvalidArgument(
-            "Invalid lock key \"\": the key must be a non-empty string".into(),
-        ));
+    check_not_empty("key", key)?;
+    match is_positive_ms(ttl_ms) {
+        true => Ok(()),
+        false => Err(invalid_timeout(ttl_ms)),
     }
-    if ttl_ms == 0 || ttl_ms > MAX_MS {
-        return Err(Error::InvalidArgument(format!(
-            "Invalid timeout {ttl_ms}: the lock timeout must be a positive integer number of milliseconds"
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -19,9 +19,17 @@ use futures_util::future::{select, Either};
 
 use crate::cancel::Cancel;
 use crate::error::Result;
-use crate::lock::Retries;
 use crate::timer::Timer;
 use crate::wakeups::{AnyRelease, Wakeups};
+
+/// How many attempts an acquire makes after the first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retries {
+    /// Keep trying until the lock is free (redislock's `retries: -1`).
+    Forever,
+    /// This many more attempts after the first one.
+    Count(u64),
+}
 
 /// One kind of attempt at a lock.
 pub(crate) trait Attempt {

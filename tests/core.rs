@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use redislock_rs::config::{Endpoint, EndpointSpec};
 use redislock_rs::connection::SharedConnection;
 use redislock_rs::error::Error;
-use redislock_rs::lock::{self, AcquireOptions, Retries};
+use redislock_rs::lock::{self, AcquireOptions};
+use redislock_rs::retry::Retries;
 use redislock_rs::timer::TokioTimer;
 
 struct Server {

@@ -196,7 +196,7 @@ impl Completer {
     pub fn extend(&self, endpoint: u32, id: u32, key: String, token: String, ms: f64) {
         self.shared.run(id, async move {
             let inner = target(endpoint)?.shared.clone();
-            let ms = lock::extension_from_number(ms)?;
+            let ms = crate::limits::extension_from_number(ms)?;
             let mut c = inner.get().await?;
             lock::extend(&mut c, &key, &token, ms).await
         });

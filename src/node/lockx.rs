@@ -20,6 +20,7 @@ use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Liveness, Servers, Watch};
 use crate::keys::companion;
+use crate::limits;
 use crate::lock::{self, AcquireOptions, Grant};
 use crate::replicas::{self, Replicas};
 use crate::timer::Timer;
@@ -59,13 +60,7 @@ pub(crate) struct Request {
 }
 
 fn whole_ms(x: f64, what: &str) -> Result<u64> {
-    if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= lock::MAX_MS as f64 {
-        Ok(x as u64)
-    } else {
-        Err(Error::InvalidArgument(format!(
-            "Invalid {what} {x}: expected a non-negative integer number of milliseconds"
-        )))
-    }
+    limits::whole_ms(x).ok_or_else(|| limits::not_whole_ms(what, x))
 }
 
 impl Request {
@@ -149,7 +144,7 @@ pub(crate) async fn run<C: ConnectionLike>(
                 .then(|| companion(&req.key, RELEASED_SUFFIX, "release channel"))
                 .transpose()?;
             let subscriber = match &channel {
-                Some(_) if !matches!(opts.retries, lock::Retries::Count(0)) => {
+                Some(_) if !matches!(opts.retries, crate::retry::Retries::Count(0)) => {
                     Some(wakeups(&target, wake_source(&target, conn).await)?)
                 }
                 _ => None,
@@ -204,7 +199,7 @@ pub(crate) async fn run<C: ConnectionLike>(
             Ok(if released? { Reply::Yes } else { Reply::No })
         }
         EXTEND => {
-            let ms = lock::extension_from_number(req.nums[0])?;
+            let ms = crate::limits::extension_from_number(req.nums[0])?;
             let paused = if req.has(KEEP) {
                 keeper::pause(&req.held(&target)).await
             } else {

@@ -15,6 +15,7 @@ use super::redisson::{poke, rt, wakeups};
 use super::Target;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
+use crate::limits;
 use crate::lock::AcquireOptions;
 use crate::quorum::{self, QuorumOptions, Report, Step};
 use crate::timer::Timer;
@@ -40,13 +41,8 @@ fn held(targets: &[Arc<Target>], key: &str, token: &str) -> Result<Held> {
 }
 
 fn bits(x: f64) -> Result<u32> {
-    if x.is_finite() && x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0 {
-        Ok(x as u32)
-    } else {
-        Err(Error::InvalidArgument(
-            "invalid lock operation arguments".into(),
-        ))
-    }
+    limits::whole_u32(x)
+        .ok_or_else(|| Error::InvalidArgument("invalid lock operation arguments".into()))
 }
 
 /// The server timeout: `requested` ms (0: the default, `max(50, ttl /
@@ -57,9 +53,7 @@ fn server_timeout(requested: f64, ttl_ms: u64, targets: &[Arc<Target>]) -> Resul
     } else if requested.is_finite() && requested >= 1.0 && requested.fract() == 0.0 {
         requested.min(u32::MAX as f64) as u64
     } else {
-        return Err(Error::InvalidArgument(format!(
-            "Invalid serverTimeout {requested}: expected a positive integer number of milliseconds"
-        )));
+        return Err(limits::not_positive_ms("serverTimeout", requested));
     };
     let cap = targets
         .iter()
@@ -118,7 +112,7 @@ where
             let flags = bits(num(5))?;
             let keep = flags & KEEP != 0;
             // Waiters only: one attempt never waits.
-            let waits = !matches!(opts.retries, crate::lock::Retries::Count(0));
+            let waits = !matches!(opts.retries, crate::retry::Retries::Count(0));
             let (sources, channel) = match flags & WAKE != 0 && waits {
                 true => {
                     let sources = targets
@@ -134,8 +128,8 @@ where
                 true => Some(super::lockx::watch(
                     bits(num(7))?,
                     bits(num(6))?,
-                    crate::lock::positive_int(num(8)).unwrap_or(30_000),
-                    crate::lock::positive_int(num(9)).unwrap_or(0),
+                    limits::positive_int(num(8)).unwrap_or(30_000),
+                    limits::positive_int(num(9)).unwrap_or(0),
                 )?),
                 false => None,
             };
@@ -162,7 +156,7 @@ where
             (Step::Acquire, report)
         }
         EXTEND => {
-            let ms = crate::lock::extension_from_number(num(0))?;
+            let ms = limits::extension_from_number(num(0))?;
             let within = server_timeout(num(1), ms, &targets)?;
             let paused = match bits(num(2))? & KEEP {
                 0 => None,
@@ -178,7 +172,7 @@ where
             (Step::Extend, report)
         }
         RELEASE => {
-            let ttl = crate::lock::positive_int(num(0)).unwrap_or(10_000);
+            let ttl = limits::positive_int(num(0)).unwrap_or(10_000);
             let within = server_timeout(num(1), ttl, &targets)?;
             let flags = bits(num(2))?;
             let paused = match flags & KEEP {

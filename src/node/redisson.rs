@@ -15,7 +15,7 @@ use super::completer::runtime;
 use super::Target;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
-use crate::lock::{positive_int, MAX_MS};
+use crate::limits::{not_positive_ms, not_whole_ms, positive_int, whole_u32};
 use crate::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
 use crate::replicas::{self, Replicas};
 use crate::timer::Timer;
@@ -94,11 +94,9 @@ impl Request {
     ) -> Result<Request> {
         let adapter = Adapter::parse(adapter)?;
         let lease_ms = match op {
-            TRY_LOCK | UNLOCK => positive_int(lease).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "Invalid lease time {lease}: expected a positive integer number of milliseconds"
-                ))
-            })?,
+            TRY_LOCK | UNLOCK => {
+                positive_int(lease).ok_or_else(|| not_positive_ms("lease time", lease))?
+            }
             _ => 0,
         };
         let op = match op {
@@ -107,21 +105,12 @@ impl Request {
                     Wait::Forever
                 } else if wait == 0.0 {
                     Wait::Once
-                } else if wait.is_finite()
-                    && wait > 0.0
-                    && wait.fract() == 0.0
-                    && wait <= MAX_MS as f64
-                {
-                    Wait::For(Duration::from_millis(wait as u64))
+                } else if let Some(ms) = positive_int(wait) {
+                    Wait::For(Duration::from_millis(ms))
                 } else {
-                    return Err(Error::InvalidArgument(format!(
-                        "Invalid wait time {wait}: expected a non-negative integer number of milliseconds"
-                    )));
+                    return Err(not_whole_ms("wait time", wait));
                 };
-                let id = |x: f64| {
-                    (x.is_finite() && x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0)
-                        .then_some(x as u32)
-                };
+                let id = whole_u32;
                 let bad = || Error::InvalidArgument("invalid watchdog arguments".into());
                 let (watch, replicas) = match watch {
                     [] => (None, None),

@@ -301,7 +301,7 @@ pub fn loop_extend(
     ms: f64,
 ) -> napi::Result<()> {
     LoopEngine::run(&env, id, async move {
-        let ms = lock::extension_from_number(ms)?;
+        let ms = crate::limits::extension_from_number(ms)?;
         let mut c = LoopConn::connect(endpoint).await?;
         lock::extend(&mut c, &key, &token, ms).await
     })
