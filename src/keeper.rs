@@ -34,12 +34,12 @@ use redis::aio::ConnectionLike;
 use tokio::runtime::Handle;
 use tokio::sync::OwnedMutexGuard;
 
-use crate::connection::SharedConnection;
 use crate::error::{Error, Result};
+use crate::lock::RENEW_OR_WHY_SCRIPT;
 use crate::quorum::{self, Renewal};
 use crate::reentrant::{self, Unlocked};
-use crate::scripts::RENEW_OR_WHY_SCRIPT;
 use crate::timer::TokioTimer;
+use crate::transport::connection::SharedConnection;
 
 /// Where a kept lock lives.
 pub enum Servers {

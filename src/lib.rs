@@ -11,10 +11,7 @@
 // reason it is sound beside it, also inside `unsafe fn`s.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod batch;
 pub mod cancel;
-pub mod config;
-pub mod connection;
 pub mod error;
 pub mod keeper;
 pub mod keys;
@@ -23,11 +20,9 @@ pub mod lock;
 pub mod quorum;
 pub mod reentrant;
 pub mod replicas;
-pub mod resp;
 pub mod retry;
-pub mod scripts;
-mod sentinel;
 pub mod timer;
+pub mod transport;
 pub mod wakeups;
 
 #[cfg(feature = "node")]

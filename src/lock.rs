@@ -7,7 +7,7 @@
 //! Expected outcomes are values (`false` = not acquired / not ours any more);
 //! only real failures are errors.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionLike;
@@ -20,12 +20,41 @@ use crate::limits::{
 };
 use crate::replicas::{self, Replicas};
 use crate::retry::{retry, Attempt, Retries, Schedule};
-use crate::scripts::{
-    Lua, DEL_IF_EQUAL, DEL_IF_EQUAL_ANNOUNCE_SCRIPT, DEL_IF_EQUAL_SCRIPT, FENCED_SET_SCRIPT,
-    PEXPIRE_IF_EQUAL_SCRIPT,
-};
 use crate::timer::Timer;
+use crate::transport::lua::Lua;
 use crate::wakeups::Wakeups;
+
+// redislock 1.3.0's scripts, byte for byte, and this crate's own for the
+// options beyond it.
+
+/// Deletes KEYS[1] only if it still holds our token ARGV[1]. Returns 1 or 0.
+pub const DEL_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  return redis.call('DEL', KEYS[1])\nend\nreturn 0";
+
+/// Sets KEYS[1]'s TTL to ARGV[2] ms only if it still holds token ARGV[1].
+pub const PEXPIRE_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\nend\nreturn 0";
+
+/// `fencing: true`: takes KEYS[1] for token ARGV[1] with TTL ARGV[2] ms
+/// and, in the same step, issues the next fencing token from the counter
+/// KEYS[2] (same hash slot, never expires). Returns the token, or 0 when
+/// the lock is held.
+pub const FENCED_SET: &str = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n  return redis.call('INCR', KEYS[2])\nend\nreturn 0";
+
+/// `wakeOnRelease: true`: [`DEL_IF_EQUAL`] that also announces the release
+/// on channel ARGV[2] with command ARGV[3] (`PUBLISH`, or `SPUBLISH` on
+/// Redis Cluster 7+), in the same round trip. Returns 1 or 0.
+pub const DEL_IF_EQUAL_ANNOUNCE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  redis.call('DEL', KEYS[1])\n  redis.call(ARGV[3], ARGV[2], '1')\n  return 1\nend\nreturn 0";
+
+pub static DEL_IF_EQUAL_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(DEL_IF_EQUAL));
+pub static PEXPIRE_IF_EQUAL_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(PEXPIRE_IF_EQUAL));
+pub static FENCED_SET_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(FENCED_SET));
+pub static DEL_IF_EQUAL_ANNOUNCE_SCRIPT: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new(DEL_IF_EQUAL_ANNOUNCE));
+
+/// The lease keeper's renewal of a token lock: sets KEYS[1]'s TTL to ARGV[2] ms if it still
+/// holds token ARGV[1]. Returns 1 (renewed), 0 (the key is gone) or -1 (it
+/// holds another token), so a loss says why in the same round trip.
+pub const RENEW_OR_WHY: &str = "local v = redis.call('GET', KEYS[1])\nif v == ARGV[1] then\n  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\nend\nif v then\n  return -1\nend\nreturn 0";
+pub static RENEW_OR_WHY_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(RENEW_OR_WHY));
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AcquireOptions {
@@ -273,7 +302,7 @@ async fn attempt_raw<C: ConnectionLike>(
     }
 }
 
-/// One [`FENCED_SET`](crate::scripts::FENCED_SET): the token issued, or
+/// One [`FENCED_SET`](FENCED_SET): the token issued, or
 /// `None` when the lock is held.
 async fn fenced_set<C: ConnectionLike>(
     conn: &mut C,

@@ -23,8 +23,8 @@ use redis::Value;
 use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, is_positive_ms, not_positive_ms};
 use crate::lock::{self, Resend};
-use crate::scripts::Lua;
 use crate::timer::Timer;
+use crate::transport::lua::Lua;
 use crate::wakeups::{Source, Wakeups};
 
 /// node-redisson's `UnlockMessages.UNLOCK`: the message a release publishes.

@@ -36,8 +36,8 @@ use redis::{AsyncConnectionConfig, PushKind, Value};
 use tokio::runtime::Handle;
 use tokio::sync::{oneshot, Notify};
 
-use crate::config::Endpoint;
 use crate::error::{Error, Result};
+use crate::transport::endpoint::Endpoint;
 
 /// node-redisson's event stream (`eventAdapter: 'streams'`), read by the
 /// stream reader.

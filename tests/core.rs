@@ -5,12 +5,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redislock_rs::config::{Endpoint, EndpointSpec};
-use redislock_rs::connection::SharedConnection;
 use redislock_rs::error::Error;
 use redislock_rs::lock::{self, AcquireOptions};
 use redislock_rs::retry::Retries;
 use redislock_rs::timer::TokioTimer;
+use redislock_rs::transport::connection::SharedConnection;
+use redislock_rs::transport::endpoint::{Endpoint, EndpointSpec};
 
 struct Server {
     child: Child,

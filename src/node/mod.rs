@@ -25,9 +25,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::config::{Endpoint, EndpointSpec, TlsSettings};
-use crate::connection::SharedConnection;
 use crate::error::Error as CoreError;
+use crate::transport::connection::SharedConnection;
+use crate::transport::endpoint::{Endpoint, EndpointSpec, TlsSettings};
 
 /// The one place the `[CODE] message` form that JavaScript parses is made.
 pub(crate) fn wire_message(err: &CoreError) -> String {

@@ -1,6 +1,6 @@
 //! One Redis connection of the JS-thread engine: a non-blocking socket
 //! polled by a `uv_poll_t` on the thread's loop, a write buffer flushed
-//! once per loop turn, and replies framed (`crate::resp`) and parsed
+//! once per loop turn, and replies framed (`crate::transport::resp`) and parsed
 //! (`redis::parse_redis_value`) in order, each to the oneshot its command
 //! is waiting on.
 //!
@@ -34,8 +34,8 @@ use tokio::sync::oneshot;
 
 use super::engine::{self, Due, Engine};
 use super::uv::{self, Handle, Uv};
-use crate::config::{Address, Endpoint};
-use crate::resp;
+use crate::transport::endpoint::{Address, Endpoint};
+use crate::transport::resp;
 
 type Reply = oneshot::Sender<RedisResult<Value>>;
 

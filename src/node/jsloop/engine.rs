@@ -35,8 +35,8 @@ use futures_util::FutureExt;
 
 use super::conn::Conn;
 use super::uv::{self, Handle, Loop, Uv};
-use crate::config::Endpoint;
 use crate::node::done::{panicked, Done};
+use crate::transport::endpoint::Endpoint;
 
 pub(crate) type Task = Pin<Box<dyn Future<Output = ()>>>;
 
