@@ -38,8 +38,8 @@ use crate::error::{Error, Result};
 use crate::lock::RENEW_OR_WHY_SCRIPT;
 use crate::quorum::{self, Renewal};
 use crate::reentrant::{self, Unlocked};
-use crate::timer::TokioTimer;
 use crate::transport::connection::SharedConnection;
+use crate::waiting::timer::TokioTimer;
 
 /// Where a kept lock lives.
 pub enum Servers {

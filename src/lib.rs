@@ -11,7 +11,6 @@
 // reason it is sound beside it, also inside `unsafe fn`s.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod cancel;
 pub mod error;
 pub mod keeper;
 pub mod keys;
@@ -20,10 +19,8 @@ pub mod lock;
 pub mod quorum;
 pub mod reentrant;
 pub mod replicas;
-pub mod retry;
-pub mod timer;
 pub mod transport;
-pub mod wakeups;
+pub mod waiting;
 
 #[cfg(feature = "node")]
 mod node;

@@ -13,16 +13,16 @@ use std::time::{Duration, Instant};
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
-use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::limits::{
     check_not_empty, invalid_timeout, is_positive_ms, not_positive_ms, positive_int, whole_ms,
 };
 use crate::replicas::{self, Replicas};
-use crate::retry::{retry, Attempt, Retries, Schedule};
-use crate::timer::Timer;
 use crate::transport::lua::Lua;
-use crate::wakeups::Wakeups;
+use crate::waiting::cancel::Cancel;
+use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::Wakeups;
 
 // redislock 1.3.0's scripts, byte for byte, and this crate's own for the
 // options beyond it.

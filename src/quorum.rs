@@ -23,13 +23,13 @@ use redis::aio::ConnectionLike;
 
 use std::sync::Arc;
 
-use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms, MAX_MS};
 use crate::lock;
-use crate::retry::{retry, Attempt, Retries, Schedule};
-use crate::timer::Timer;
-use crate::wakeups::Wakeups;
+use crate::waiting::cancel::Cancel;
+use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::Wakeups;
 
 /// What one server did in one step.
 #[derive(Clone, Debug, PartialEq, Eq)]

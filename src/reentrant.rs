@@ -23,9 +23,9 @@ use redis::Value;
 use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, is_positive_ms, not_positive_ms};
 use crate::lock::{self, Resend};
-use crate::timer::Timer;
 use crate::transport::lua::Lua;
-use crate::wakeups::{Source, Wakeups};
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::{Source, Wakeups};
 
 /// node-redisson's `UnlockMessages.UNLOCK`: the message a release publishes.
 pub const UNLOCK_MESSAGE: &str = "0";

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use redislock_rs::error::Error;
 use redislock_rs::lock::{self, AcquireOptions};
-use redislock_rs::retry::Retries;
-use redislock_rs::timer::TokioTimer;
 use redislock_rs::transport::connection::SharedConnection;
 use redislock_rs::transport::endpoint::{Endpoint, EndpointSpec};
+use redislock_rs::waiting::retry::Retries;
+use redislock_rs::waiting::timer::TokioTimer;
 
 struct Server {
     child: Child,

@@ -177,7 +177,14 @@ impl Completer {
             let inner = target(endpoint)?.shared.clone();
             let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
             let mut c = inner.get().await?;
-            lock::acquire(&mut c, &crate::timer::TokioTimer, &key, &token, &opts).await
+            lock::acquire(
+                &mut c,
+                &crate::waiting::timer::TokioTimer,
+                &key,
+                &token,
+                &opts,
+            )
+            .await
         });
     }
 
@@ -219,7 +226,7 @@ impl Completer {
             let targets = quorum::targets(&endpoints)?;
             let shared: Vec<_> = targets.iter().map(|t| Arc::clone(&t.shared)).collect();
             let connect = |i: usize| shared[i].get();
-            let timer = crate::timer::TokioTimer;
+            let timer = crate::waiting::timer::TokioTimer;
             quorum::run(op, targets, connect, &timer, &key, &token, &nums, cancel).await
         });
     }
@@ -245,7 +252,13 @@ impl Completer {
             let lane = req.acknowledged().then(|| target.lane());
             let conn = lane.as_ref().map_or(&target.shared, |l| l.conn());
             let mut c = conn.get().await?;
-            lockx::run(req, Arc::clone(&target), &mut c, &crate::timer::TokioTimer).await
+            lockx::run(
+                req,
+                Arc::clone(&target),
+                &mut c,
+                &crate::waiting::timer::TokioTimer,
+            )
+            .await
         });
     }
 
@@ -275,7 +288,13 @@ impl Completer {
             let lane = req.acknowledged().then(|| target.lane());
             let shared = Arc::clone(lane.as_ref().map_or(&target.shared, |l| l.conn()));
             let connect = || shared.get();
-            redisson::run(req, Arc::clone(&target), connect, &crate::timer::TokioTimer).await
+            redisson::run(
+                req,
+                Arc::clone(&target),
+                connect,
+                &crate::waiting::timer::TokioTimer,
+            )
+            .await
         });
     }
 }

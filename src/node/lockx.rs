@@ -16,15 +16,15 @@ use redis::aio::ConnectionLike;
 use super::done::Reply;
 use super::redisson::{poke, rt, wakeups};
 use super::Target;
-use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Liveness, Servers, Watch};
 use crate::keys::companion;
 use crate::limits;
 use crate::lock::{self, AcquireOptions, Grant};
 use crate::replicas::{self, Replicas};
-use crate::timer::Timer;
-use crate::wakeups::Source;
+use crate::waiting::cancel::Cancel;
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::Source;
 
 /// The operation codes JavaScript passes (lib/lock.js).
 const ACQUIRE: u32 = 0;
@@ -144,7 +144,7 @@ pub(crate) async fn run<C: ConnectionLike>(
                 .then(|| companion(&req.key, RELEASED_SUFFIX, "release channel"))
                 .transpose()?;
             let subscriber = match &channel {
-                Some(_) if !matches!(opts.retries, crate::retry::Retries::Count(0)) => {
+                Some(_) if !matches!(opts.retries, crate::waiting::retry::Retries::Count(0)) => {
                     Some(wakeups(&target, wake_source(&target, conn).await)?)
                 }
                 _ => None,

@@ -120,7 +120,7 @@ impl From<ConnectOptions> for EndpointSpec {
 pub(crate) struct Target {
     pub(crate) endpoint: Arc<Endpoint>,
     pub(crate) shared: Arc<SharedConnection>,
-    pub(crate) wakeups: [std::sync::OnceLock<Arc<crate::wakeups::Wakeups>>; 3],
+    pub(crate) wakeups: [std::sync::OnceLock<Arc<crate::waiting::wakeups::Wakeups>>; 3],
     pub(crate) sharded: std::sync::OnceLock<bool>,
     /// Idle connections of replica-acknowledged operations (see [`Lane`]).
     lanes: Mutex<Vec<Arc<SharedConnection>>>,

@@ -18,8 +18,8 @@ use crate::keeper::{self, Held, Kind, Servers};
 use crate::limits;
 use crate::lock::AcquireOptions;
 use crate::quorum::{self, QuorumOptions, Report, Step};
-use crate::timer::Timer;
-use crate::wakeups::Source;
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::Source;
 
 /// The operation codes JavaScript passes (lib/quorum.js).
 const ACQUIRE: u32 = 0;
@@ -112,7 +112,7 @@ where
             let flags = bits(num(5))?;
             let keep = flags & KEEP != 0;
             // Waiters only: one attempt never waits.
-            let waits = !matches!(opts.retries, crate::retry::Retries::Count(0));
+            let waits = !matches!(opts.retries, crate::waiting::retry::Retries::Count(0));
             let (sources, channel) = match flags & WAKE != 0 && waits {
                 true => {
                     let sources = targets

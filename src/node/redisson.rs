@@ -18,8 +18,8 @@ use crate::keeper::{self, Held, Kind, Servers};
 use crate::limits::{not_positive_ms, not_whole_ms, positive_int, whole_u32};
 use crate::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
 use crate::replicas::{self, Replicas};
-use crate::timer::Timer;
-use crate::wakeups::{Source, Wakeups};
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::{Source, Wakeups};
 
 /// The operation codes JavaScript passes (lib/redisson/rlock.js).
 const TRY_LOCK: u32 = 0;

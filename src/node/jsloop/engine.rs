@@ -611,10 +611,10 @@ pub(crate) fn id_as_data(id: u64) -> *mut c_void {
     id as usize as *mut c_void
 }
 
-/// [`crate::timer::Timer`] on the engine's wheel.
+/// [`crate::waiting::timer::Timer`] on the engine's wheel.
 pub(crate) struct LoopTimer;
 
-impl crate::timer::Timer for LoopTimer {
+impl crate::waiting::timer::Timer for LoopTimer {
     fn sleep(&self, duration: Duration) -> futures_util::future::BoxFuture<'static, ()> {
         Sleep {
             at: Instant::now() + duration,

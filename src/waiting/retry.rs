@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::{select, Either};
 
-use crate::cancel::Cancel;
 use crate::error::Result;
-use crate::timer::Timer;
-use crate::wakeups::{AnyRelease, Wakeups};
+use crate::waiting::cancel::Cancel;
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::{AnyRelease, Wakeups};
 
 /// How many attempts an acquire makes after the first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
