@@ -35,9 +35,9 @@ use tokio::runtime::Handle;
 use tokio::sync::OwnedMutexGuard;
 
 use crate::error::{Error, Result};
-use crate::lock::RENEW_OR_WHY_SCRIPT;
-use crate::quorum::{self, Renewal};
-use crate::reentrant::{self, Unlocked};
+use crate::locks::quorum::{self, Renewal};
+use crate::locks::reentrant::{self, Unlocked};
+use crate::locks::token::RENEW_OR_WHY_SCRIPT;
 use crate::transport::connection::SharedConnection;
 use crate::waiting::timer::TokioTimer;
 

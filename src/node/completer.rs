@@ -24,7 +24,7 @@ use napi_derive::napi;
 use super::done::{panicked, Done, DoneArgs, Outcome};
 use super::{lockx, quorum, redisson, target};
 use crate::error::{Error as CoreError, Result};
-use crate::lock::{self, AcquireOptions};
+use crate::locks::token::{self, AcquireOptions};
 
 /// The runtime the batched operations run on: current-thread, driven by one
 /// dedicated thread, so an operation never hops between Tokio workers.
@@ -160,7 +160,7 @@ impl Completer {
         })
     }
 
-    /// `acquire` as operation `id` (see `lock::acquire`): `true` when held.
+    /// `acquire` as operation `id` (see `token::acquire`): `true` when held.
     #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn acquire(
@@ -177,7 +177,7 @@ impl Completer {
             let inner = target(endpoint)?.shared.clone();
             let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
             let mut c = inner.get().await?;
-            lock::acquire(
+            token::acquire(
                 &mut c,
                 &crate::waiting::timer::TokioTimer,
                 &key,
@@ -188,24 +188,24 @@ impl Completer {
         });
     }
 
-    /// `release` as operation `id` (see `lock::release`): `false` when not ours.
+    /// `release` as operation `id` (see `token::release`): `false` when not ours.
     #[napi(catch_unwind)]
     pub fn release(&self, endpoint: u32, id: u32, key: String, token: String) {
         self.shared.run(id, async move {
             let inner = target(endpoint)?.shared.clone();
             let mut c = inner.get().await?;
-            lock::release(&mut c, &key, &token).await
+            token::release(&mut c, &key, &token).await
         });
     }
 
-    /// `extend` as operation `id` (see `lock::extend`): `false` when not ours.
+    /// `extend` as operation `id` (see `token::extend`): `false` when not ours.
     #[napi(catch_unwind)]
     pub fn extend(&self, endpoint: u32, id: u32, key: String, token: String, ms: f64) {
         self.shared.run(id, async move {
             let inner = target(endpoint)?.shared.clone();
             let ms = crate::limits::extension_from_number(ms)?;
             let mut c = inner.get().await?;
-            lock::extend(&mut c, &key, &token, ms).await
+            token::extend(&mut c, &key, &token, ms).await
         });
     }
 

@@ -18,10 +18,10 @@ use super::redisson::{poke, rt, wakeups};
 use super::Target;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Liveness, Servers, Watch};
-use crate::keys::companion;
 use crate::limits;
-use crate::lock::{self, AcquireOptions, Grant};
-use crate::replicas::{self, Replicas};
+use crate::locks::keys::companion;
+use crate::locks::replicas::{self, Replicas};
+use crate::locks::token::{self, AcquireOptions, Grant};
 use crate::waiting::cancel::Cancel;
 use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::Source;
@@ -157,7 +157,7 @@ pub(crate) async fn run<C: ConnectionLike>(
             };
             let token = &req.token;
             let Some(granted) =
-                lock::acquire_with(conn, timer, &req.key, token, &opts, grant).await?
+                token::acquire_with(conn, timer, &req.key, token, &opts, grant).await?
             else {
                 return Ok(Reply::No);
             };
@@ -183,14 +183,14 @@ pub(crate) async fn run<C: ConnectionLike>(
                     let source = wake_source(&target, conn).await;
                     let sharded = source == Source::Sharded;
                     let released =
-                        lock::release_announced(conn, &req.key, &req.token, &channel, sharded)
+                        token::release_announced(conn, &req.key, &req.token, &channel, sharded)
                             .await;
                     if let Ok(true) = released {
                         poke(&target, source, &channel);
                     }
                     released
                 }
-                false => lock::release(conn, &req.key, &req.token).await,
+                false => token::release(conn, &req.key, &req.token).await,
             };
             // Released, not ours, or unknown: no renewal either way.
             if let Some(p) = paused {
@@ -206,11 +206,11 @@ pub(crate) async fn run<C: ConnectionLike>(
                 None
             };
             let sent = Instant::now();
-            let mut extended = lock::extend(conn, &req.key, &req.token, ms).await;
+            let mut extended = token::extend(conn, &req.key, &req.token, ms).await;
             if let (Ok(true), Some(want)) = (&extended, req.replicas) {
                 if let Err(e) = replicas::wait_for(conn, want).await {
                     // Not acknowledged: the lock cannot be vouched for.
-                    let _ = lock::release(conn, &req.key, &req.token).await;
+                    let _ = token::release(conn, &req.key, &req.token).await;
                     extended = Err(e);
                 }
             }

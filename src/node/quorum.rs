@@ -16,8 +16,8 @@ use super::Target;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
 use crate::limits;
-use crate::lock::AcquireOptions;
-use crate::quorum::{self, QuorumOptions, Report, Step};
+use crate::locks::quorum::{self, QuorumOptions, Report, Step};
+use crate::locks::token::AcquireOptions;
 use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::Source;
 
@@ -28,7 +28,7 @@ const EXTEND: u32 = 2;
 
 /// The release channel of `key` (as for one server: lockx.rs).
 fn channel(key: &str) -> Result<String> {
-    crate::keys::companion(key, super::lockx::RELEASED_SUFFIX, "release channel")
+    crate::locks::keys::companion(key, super::lockx::RELEASED_SUFFIX, "release channel")
 }
 
 /// The keeper's name for a quorum lock: its key and token on the first

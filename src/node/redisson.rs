@@ -16,8 +16,8 @@ use super::Target;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
 use crate::limits::{not_positive_ms, not_whole_ms, positive_int, whole_u32};
-use crate::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
-use crate::replicas::{self, Replicas};
+use crate::locks::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
+use crate::locks::replicas::{self, Replicas};
 use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::{Source, Wakeups};
 

@@ -1,5 +1,5 @@
-//! The wait between attempts, one loop for every lock that retries (one
-//! server: `lock::acquire_with`; Redlock: `quorum::acquire`).
+//! The wait between attempts, one loop for every lock that retries (the
+//! token lock's `acquire_with` on one server; Redlock's `acquire`).
 //!
 //! After a failed attempt come `retries` more (`Retries::Forever`: until
 //! one wins), `delay` plus up to `jitter` apart. With wake-ups (each

@@ -17,7 +17,7 @@ use napi::sys;
 use napi_derive::napi;
 
 use super::done::{Done, DoneArgs};
-use crate::lock::{self, AcquireOptions};
+use crate::locks::token::{self, AcquireOptions};
 use conn::LoopConn;
 use engine::{LoopTimer, Sink};
 
@@ -253,7 +253,7 @@ pub fn engine_stats() -> Option<EngineStats> {
 // JavaScript passes the endpoint by id (see `RedisConnection::id`).
 
 /// `acquire` as operation `id` on the JS-thread engine (see
-/// `lock::acquire`): `true` when held.
+/// `token::acquire`): `true` when held.
 #[napi(catch_unwind)]
 #[allow(clippy::too_many_arguments)]
 pub fn loop_acquire(
@@ -269,12 +269,12 @@ pub fn loop_acquire(
     LoopEngine::run(&env, id, async move {
         let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
         let mut c = LoopConn::connect(endpoint).await?;
-        lock::acquire(&mut c, &LoopTimer, &key, &token, &opts).await
+        token::acquire(&mut c, &LoopTimer, &key, &token, &opts).await
     })
 }
 
 /// `release` as operation `id` on the JS-thread engine (see
-/// `lock::release`): `false` when not ours.
+/// `token::release`): `false` when not ours.
 #[napi(catch_unwind)]
 pub fn loop_release(
     env: Env,
@@ -285,11 +285,11 @@ pub fn loop_release(
 ) -> napi::Result<()> {
     LoopEngine::run(&env, id, async move {
         let mut c = LoopConn::connect(endpoint).await?;
-        lock::release(&mut c, &key, &token).await
+        token::release(&mut c, &key, &token).await
     })
 }
 
-/// `extend` as operation `id` on the JS-thread engine (see `lock::extend`):
+/// `extend` as operation `id` on the JS-thread engine (see `token::extend`):
 /// `false` when not ours.
 #[napi(catch_unwind)]
 pub fn loop_extend(
@@ -303,7 +303,7 @@ pub fn loop_extend(
     LoopEngine::run(&env, id, async move {
         let ms = crate::limits::extension_from_number(ms)?;
         let mut c = LoopConn::connect(endpoint).await?;
-        lock::extend(&mut c, &key, &token, ms).await
+        token::extend(&mut c, &key, &token, ms).await
     })
 }
 

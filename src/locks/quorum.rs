@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms, MAX_MS};
-use crate::lock;
+use crate::locks::token;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::Timer;
@@ -279,7 +279,7 @@ where
         connect,
         timer,
         opts.server_timeout,
-        |mut c: C| async move { lock::try_acquire(&mut c, key, token, opts.ttl_ms).await },
+        |mut c: C| async move { token::try_acquire(&mut c, key, token, opts.ttl_ms).await },
     )
     .await
     .into_iter()
@@ -400,7 +400,7 @@ where
     check(n, key, ms)?;
     let started = Instant::now();
     let outcomes = on_all(n, connect, timer, server_timeout, |mut c: C| async move {
-        lock::extend(&mut c, key, token, ms).await
+        token::extend(&mut c, key, token, ms).await
     })
     .await;
     let validity = validity_ms(ms, started.elapsed());
@@ -461,8 +461,8 @@ where
 {
     on_all(n, connect, timer, server_timeout, |mut c: C| async move {
         match announce {
-            Some(channel) => lock::release_announced(&mut c, key, token, channel, false).await,
-            None => lock::release(&mut c, key, token).await,
+            Some(channel) => token::release_announced(&mut c, key, token, channel, false).await,
+            None => token::release(&mut c, key, token).await,
         }
     })
     .await

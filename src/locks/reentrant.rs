@@ -22,7 +22,7 @@ use redis::Value;
 
 use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, is_positive_ms, not_positive_ms};
-use crate::lock::{self, Resend};
+use crate::locks::resend::{resent, Resend};
 use crate::transport::lua::Lua;
 use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::{Source, Wakeups};
@@ -426,7 +426,7 @@ pub async fn force_unlock<C: ConnectionLike>(
         // A first try that deleted the lock leaves a resend nothing to delete.
         Err(broken @ Error::Connection(_)) => {
             let again = eval(conn, lua, &keys, &args).await.map_err(Error::from);
-            lock::resent(broken, again.and_then(deleted), Resend::Removes)
+            resent(broken, again.and_then(deleted), Resend::Removes)
         }
         reply => Ok(deleted(reply?)? == 1),
     }
