@@ -8,27 +8,26 @@ use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 
-use super::done::Reply;
-// The option bits a quorum lock takes (KEEP, WAKE) are lockx's.
-use super::lockx::{CancelSlot, KEEP, WAKE};
-use super::redisson::{poke, rt, wakeups};
-use super::Target;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
 use crate::limits;
+use crate::locks::keys::{companion, RELEASED_SUFFIX};
 use crate::locks::quorum::{self, QuorumOptions, Report, Step};
 use crate::locks::token::AcquireOptions;
+use crate::node::cancels::{cancel_slot_at, CancelSlot};
+use crate::node::envs::watch;
+use crate::node::runtime::rt;
+use crate::node::targets::Target;
+use crate::node::wake::{poke, wakeups};
+use crate::node::wire::codes::bits::{KEEP, WAKE};
+use crate::node::wire::codes::quorum::{ACQUIRE, EXTEND, RELEASE};
+use crate::node::wire::done::Reply;
 use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::Source;
 
-/// The operation codes JavaScript passes (lib/quorum.js).
-const ACQUIRE: u32 = 0;
-const RELEASE: u32 = 1;
-const EXTEND: u32 = 2;
-
 /// The release channel of `key` (as for one server: lockx.rs).
 fn channel(key: &str) -> Result<String> {
-    crate::locks::keys::companion(key, super::lockx::RELEASED_SUFFIX, "release channel")
+    companion(key, RELEASED_SUFFIX, "release channel")
 }
 
 /// The keeper's name for a quorum lock: its key and token on the first
@@ -125,7 +124,7 @@ where
             };
             let wake = channel.as_deref().map(|c| (&sources[..], c));
             let watch = match keep {
-                true => Some(super::lockx::watch(
+                true => Some(watch(
                     bits(num(7))?,
                     bits(num(6))?,
                     limits::positive_int(num(8)).unwrap_or(30_000),
@@ -230,14 +229,9 @@ fn encode(report: &Report, step: Step) -> String {
 }
 
 /// Registers an acquire's cancel id (`nums[10]`, environment `nums[7]`)
-/// before it starts, as `lockx::cancel_slot` does.
+/// before it starts, as the redislock face's `cancel_slot` does.
 pub(crate) fn cancel_slot(op: u32, nums: &[f64]) -> Option<CancelSlot> {
     (op == ACQUIRE)
-        .then(|| super::lockx::cancel_slot_at(nums, 7, 10))
+        .then(|| cancel_slot_at(nums, 7, 10))
         .flatten()
-}
-
-/// The targets of `endpoints`, in order.
-pub(crate) fn targets(endpoints: &[u32]) -> Result<Vec<Arc<Target>>> {
-    endpoints.iter().map(|&e| super::target(e)).collect()
 }

@@ -35,7 +35,7 @@ use futures_util::FutureExt;
 
 use super::conn::Conn;
 use super::uv::{self, Handle, Loop, Uv};
-use crate::node::done::{panicked, Done};
+use crate::node::wire::done::{panicked, Done};
 use crate::transport::endpoint::Endpoint;
 
 pub(crate) type Task = Pin<Box<dyn Future<Output = ()>>>;
@@ -292,7 +292,7 @@ impl Engine {
         if let Some(Some(e)) = self.endpoints.borrow().get(id as usize) {
             return Ok(Arc::clone(e));
         }
-        let endpoint = Arc::clone(&crate::node::target(id)?.endpoint);
+        let endpoint = Arc::clone(&crate::node::targets::target(id)?.endpoint);
         let mut cache = self.endpoints.borrow_mut();
         if cache.len() <= id as usize {
             cache.resize(id as usize + 1, None);
@@ -661,7 +661,7 @@ impl Drop for Sleep {
 /// operation `id`, and a panic inside it settles it as an internal error.
 pub(crate) fn spawn_op<F, T>(engine: &Engine, sink: Rc<dyn Sink>, id: u32, op: F)
 where
-    T: crate::node::done::Outcome + 'static,
+    T: crate::node::wire::done::Outcome + 'static,
     F: Future<Output = crate::error::Result<T>> + 'static,
 {
     engine.spawn(Box::pin(async move {

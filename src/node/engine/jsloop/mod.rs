@@ -16,8 +16,10 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
-use super::done::{Done, DoneArgs};
 use crate::locks::token::{self, AcquireOptions};
+use crate::node::ops::{lockx, quorum, redisson};
+use crate::node::targets::{target, targets};
+use crate::node::wire::done::{Done, DoneArgs, Outcome};
 use conn::LoopConn;
 use engine::{LoopTimer, Sink};
 
@@ -206,7 +208,7 @@ impl LoopEngine {
     /// never a promise left pending.
     fn run<F, T>(env: &Env, id: u32, op: F) -> napi::Result<()>
     where
-        T: super::done::Outcome + 'static,
+        T: Outcome + 'static,
         F: std::future::Future<Output = crate::error::Result<T>> + 'static,
     {
         let sink = engine::current().and_then(|e| Some((e.sink_for(env.raw().cast())?, e)));
@@ -326,12 +328,11 @@ pub fn loop_redisson(
     adapter: String,
 ) -> napi::Result<()> {
     LoopEngine::run(&env, id, async move {
-        let req = super::redisson::Request::parse(
-            op, name, channel, field, aux, lease, wait, &watch, &adapter,
-        )?;
-        let target = super::target(endpoint)?;
+        let req =
+            redisson::Request::parse(op, name, channel, field, aux, lease, wait, &watch, &adapter)?;
+        let target = target(endpoint)?;
         let connect = || LoopConn::connect(endpoint);
-        super::redisson::run(req, target, connect, &LoopTimer).await
+        redisson::run(req, target, connect, &LoopTimer).await
     })
 }
 
@@ -347,12 +348,12 @@ pub fn loop_lockx(
     token: String,
     nums: Vec<f64>,
 ) -> napi::Result<()> {
-    let cancel = super::lockx::cancel_slot(&nums);
+    let cancel = lockx::cancel_slot(&nums);
     LoopEngine::run(&env, id, async move {
-        let req = super::lockx::Request::parse(op, key, token, &nums, cancel)?;
-        let target = super::target(endpoint)?;
+        let req = lockx::Request::parse(op, key, token, &nums, cancel)?;
+        let target = target(endpoint)?;
         let mut c = LoopConn::connect(endpoint).await?;
-        super::lockx::run(req, target, &mut c, &LoopTimer).await
+        lockx::run(req, target, &mut c, &LoopTimer).await
     })
 }
 
@@ -369,11 +370,11 @@ pub fn loop_quorum(
     token: String,
     nums: Vec<f64>,
 ) -> napi::Result<()> {
-    let cancel = super::quorum::cancel_slot(op, &nums);
+    let cancel = quorum::cancel_slot(op, &nums);
     LoopEngine::run(&env, id, async move {
-        let targets = super::quorum::targets(&endpoints)?;
+        let targets = targets(&endpoints)?;
         let connect = |i: usize| LoopConn::connect(endpoints[i]);
-        super::quorum::run(
+        quorum::run(
             op, targets, connect, &LoopTimer, &key, &token, &nums, cancel,
         )
         .await

@@ -12,7 +12,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use napi::bindgen_prelude::*;
@@ -21,29 +21,12 @@ use napi::threadsafe_function::{
 };
 use napi_derive::napi;
 
-use super::done::{panicked, Done, DoneArgs, Outcome};
-use super::{lockx, quorum, redisson, target};
 use crate::error::{Error as CoreError, Result};
 use crate::locks::token::{self, AcquireOptions};
-
-/// The runtime the batched operations run on: current-thread, driven by one
-/// dedicated thread, so an operation never hops between Tokio workers.
-pub(crate) fn runtime() -> Option<&'static tokio::runtime::Handle> {
-    static RT: OnceLock<Option<tokio::runtime::Handle>> = OnceLock::new();
-    RT.get_or_init(|| {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .ok()?;
-        let handle = rt.handle().clone();
-        std::thread::Builder::new()
-            .name("redislock-rs".into())
-            .spawn(move || rt.block_on(std::future::pending::<()>()))
-            .ok()?;
-        Some(handle)
-    })
-    .as_ref()
-}
+use crate::node::ops::{lockx, quorum, redisson};
+use crate::node::runtime::runtime;
+use crate::node::targets::{target, targets};
+use crate::node::wire::done::{panicked, Done, DoneArgs, Outcome};
 
 /// Items handed from one thread to another in batches. The sender wakes
 /// the receiver only for the first item of a batch: a wake-up costs a
@@ -223,7 +206,7 @@ impl Completer {
     ) {
         let cancel = quorum::cancel_slot(op, &nums);
         self.shared.run(id, async move {
-            let targets = quorum::targets(&endpoints)?;
+            let targets = targets(&endpoints)?;
             let shared: Vec<_> = targets.iter().map(|t| Arc::clone(&t.shared)).collect();
             let connect = |i: usize| shared[i].get();
             let timer = crate::waiting::timer::TokioTimer;
