@@ -25,7 +25,7 @@ use crate::node::wire::done::Reply;
 use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::Source;
 
-/// The release channel of `key` (as for one server: lockx.rs).
+/// The release channel of `key` (as for one server: ops/lockx.rs).
 fn channel(key: &str) -> Result<String> {
     companion(key, RELEASED_SUFFIX, "release channel")
 }

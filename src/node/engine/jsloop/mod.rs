@@ -1,10 +1,11 @@
 //! The JS-thread engine: lock operations run on the calling thread's own
 //! libuv loop, so an operation crosses no thread. `LoopEngine` is its napi
 //! face, with the same methods as the tokio engine's `Completer`; see
-//! engine.rs for the state and conn.rs for the connections.
+//! reactor.rs for the loop's state and conn.rs for the connections.
 
 mod conn;
-mod engine;
+mod lookups;
+mod reactor;
 mod tls;
 mod uv;
 
@@ -21,7 +22,7 @@ use crate::node::ops::{lockx, quorum, redisson};
 use crate::node::targets::{target, targets};
 use crate::node::wire::done::{Done, DoneArgs, Outcome};
 use conn::LoopConn;
-use engine::{LoopTimer, Sink};
+use reactor::{LoopTimer, Sink};
 
 /// One environment's `onDone`, held weakly, and the async context its
 /// calls run in.
@@ -115,7 +116,7 @@ impl LoopEngine {
             ));
         }
         let lp = env.get_uv_event_loop()?.cast();
-        let engine = engine::start(lp).map_err(napi::Error::from_reason)?;
+        let engine = reactor::start(lp).map_err(napi::Error::from_reason)?;
         let registered = LoopEngine::register(&env, &engine, on_done);
         if registered.is_err() {
             // A failed step must not leave an engine no environment owns (on a
@@ -132,7 +133,7 @@ impl LoopEngine {
     /// async context), adds it to `engine` and registers its cleanup hook.
     fn register(
         env: &Env,
-        engine: &Rc<engine::Engine>,
+        engine: &Rc<reactor::Engine>,
         on_done: Function<DoneArgs, ()>,
     ) -> napi::Result<Rc<JsSink>> {
         let raw_env = env.raw();
@@ -180,7 +181,7 @@ impl LoopEngine {
         let hooked = env.add_env_cleanup_hook(Rc::clone(&as_sink), move |sink| {
             // Runs as the environment goes away; a panic must not unwind into Node.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                if let Some(engine) = engine::current() {
+                if let Some(engine) = reactor::current() {
                     engine.remove_sink(&sink);
                 }
             }));
@@ -211,13 +212,13 @@ impl LoopEngine {
         T: Outcome + 'static,
         F: std::future::Future<Output = crate::error::Result<T>> + 'static,
     {
-        let sink = engine::current().and_then(|e| Some((e.sink_for(env.raw().cast())?, e)));
+        let sink = reactor::current().and_then(|e| Some((e.sink_for(env.raw().cast())?, e)));
         let Some((sink, engine)) = sink else {
             return Err(napi::Error::from_reason(
                 "[ERR_INTERNAL] the JS-thread engine is not running in this environment",
             ));
         };
-        engine::spawn_op(&engine, sink, id, op);
+        reactor::spawn_op(&engine, sink, id, op);
         Ok(())
     }
 }
@@ -238,7 +239,7 @@ pub struct EngineStats {
 #[napi(catch_unwind)]
 pub fn engine_stats() -> Option<EngineStats> {
     let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-    engine::current().map(|e| {
+    reactor::current().map(|e| {
         let s = e.stats();
         EngineStats {
             timers: clamp(s.timers),
