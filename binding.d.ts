@@ -16,11 +16,11 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class Completer {
   constructor(onDone: (arg: DoneArgs) => void)
-  /** `acquire` as operation `id` (see `lock::acquire`): `true` when held. */
+  /** `acquire` as operation `id` (see `token::acquire`): `true` when held. */
   acquire(endpoint: number, id: number, key: string, token: string, ttl: number, retries: number, delay: number): void
-  /** `release` as operation `id` (see `lock::release`): `false` when not ours. */
+  /** `release` as operation `id` (see `token::release`): `false` when not ours. */
   release(endpoint: number, id: number, key: string, token: string): void
-  /** `extend` as operation `id` (see `lock::extend`): `false` when not ours. */
+  /** `extend` as operation `id` (see `token::extend`): `false` when not ours. */
   extend(endpoint: number, id: number, key: string, token: string, ms: number): void
   /**
    * A Redlock operation on several endpoints as operation `id` (see
@@ -155,12 +155,12 @@ export declare function lockxCancel(env: number, cancelId: number): void
 
 /**
  * `acquire` as operation `id` on the JS-thread engine (see
- * `lock::acquire`): `true` when held.
+ * `token::acquire`): `true` when held.
  */
 export declare function loopAcquire(endpoint: number, id: number, key: string, token: string, ttl: number, retries: number, delay: number): void
 
 /**
- * `extend` as operation `id` on the JS-thread engine (see `lock::extend`):
+ * `extend` as operation `id` on the JS-thread engine (see `token::extend`):
  * `false` when not ours.
  */
 export declare function loopExtend(endpoint: number, id: number, key: string, token: string, ms: number): void
@@ -186,7 +186,7 @@ export declare function loopRedisson(endpoint: number, id: number, op: number, n
 
 /**
  * `release` as operation `id` on the JS-thread engine (see
- * `lock::release`): `false` when not ours.
+ * `token::release`): `false` when not ours.
  */
 export declare function loopRelease(endpoint: number, id: number, key: string, token: string): void
 

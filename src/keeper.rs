@@ -34,12 +34,12 @@ use redis::aio::ConnectionLike;
 use tokio::runtime::Handle;
 use tokio::sync::OwnedMutexGuard;
 
-use crate::connection::SharedConnection;
 use crate::error::{Error, Result};
-use crate::quorum::{self, Renewal};
-use crate::reentrant::{self, Unlocked};
-use crate::scripts::RENEW_OR_WHY_SCRIPT;
-use crate::timer::TokioTimer;
+use crate::locks::quorum::{self, Renewal};
+use crate::locks::reentrant::{self, Unlocked};
+use crate::locks::token::RENEW_OR_WHY_SCRIPT;
+use crate::transport::connection::SharedConnection;
+use crate::waiting::timer::TokioTimer;
 
 /// Where a kept lock lives.
 pub enum Servers {

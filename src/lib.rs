@@ -1,33 +1,22 @@
 //! redislock-rs: distributed locks on Redis.
 //!
-//! The core knows nothing about JavaScript: reaching Redis (`config`,
-//! `connection`, `sentinel`, `resp`, `batch`, `scripts`), waiting (`retry`, `wakeups`,
-//! `cancel`, `timer`), one module per lock kind (`lock`, `reentrant`,
-//! `quorum`, `replicas`, with `keys` for their helper keys), and the lease
-//! keeper (`keeper`); `error` is shared by all. `node` is the thin napi
-//! surface over it, built with the default `node` feature.
+//! The core knows nothing about JavaScript, one floor above the other (a
+//! lower floor never imports a higher one): `transport` reaches Redis,
+//! `waiting` is the one wait loop and what ends a pause, `locks` has one
+//! file per lock kind, and `keeper` renews leases for every kind; `error`
+//! and `limits` are shared by all. `node` is the thin napi surface over it,
+//! built with the default `node` feature.
 
 // Every unsafe operation sits in an `unsafe` block of its own, with the
 // reason it is sound beside it, also inside `unsafe fn`s.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod batch;
-pub mod cancel;
-pub mod config;
-pub mod connection;
 pub mod error;
 pub mod keeper;
-pub mod keys;
-pub mod lock;
-pub mod quorum;
-pub mod reentrant;
-pub mod replicas;
-pub mod resp;
-mod retry;
-pub mod scripts;
-mod sentinel;
-pub mod timer;
-pub mod wakeups;
+pub mod limits;
+pub mod locks;
+pub mod transport;
+pub mod waiting;
 
 #[cfg(feature = "node")]
 mod node;

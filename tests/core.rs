@@ -5,11 +5,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redislock_rs::config::{Endpoint, EndpointSpec};
-use redislock_rs::connection::SharedConnection;
 use redislock_rs::error::Error;
-use redislock_rs::lock::{self, AcquireOptions, Retries};
-use redislock_rs::timer::TokioTimer;
+use redislock_rs::locks::token::{self, AcquireOptions};
+use redislock_rs::transport::connection::SharedConnection;
+use redislock_rs::transport::endpoint::{Endpoint, EndpointSpec};
+use redislock_rs::waiting::retry::Retries;
+use redislock_rs::waiting::timer::TokioTimer;
 
 struct Server {
     child: Child,
@@ -91,9 +92,9 @@ async fn acquire_release_extend_round_trip() {
     let shared = SharedConnection::shared(server.endpoint(3));
     let mut conn = shared.get().await.expect("connect");
     let mut check = raw(&server, 3).await;
-    let token = lock::new_token();
+    let token = token::new_token();
 
-    assert!(lock::acquire(
+    assert!(token::acquire(
         &mut conn,
         &TokioTimer,
         "k",
@@ -116,8 +117,8 @@ async fn acquire_release_extend_round_trip() {
     assert!(ttl > 9_000 && ttl <= 10_000, "ttl {ttl}");
 
     // Someone else cannot take it, and their token releases nothing.
-    let other = lock::new_token();
-    assert!(!lock::acquire(
+    let other = token::new_token();
+    assert!(!token::acquire(
         &mut conn,
         &TokioTimer,
         "k",
@@ -126,10 +127,10 @@ async fn acquire_release_extend_round_trip() {
     )
     .await
     .unwrap());
-    assert!(!lock::release(&mut conn, "k", &other).await.unwrap());
-    assert!(!lock::extend(&mut conn, "k", &other, 50_000).await.unwrap());
+    assert!(!token::release(&mut conn, "k", &other).await.unwrap());
+    assert!(!token::extend(&mut conn, "k", &other, 50_000).await.unwrap());
 
-    assert!(lock::extend(&mut conn, "k", &token, 50_000).await.unwrap());
+    assert!(token::extend(&mut conn, "k", &token, 50_000).await.unwrap());
     let ttl: i64 = redis::cmd("PTTL")
         .arg("k")
         .query_async(&mut check)
@@ -137,14 +138,14 @@ async fn acquire_release_extend_round_trip() {
         .unwrap();
     assert!(ttl > 49_000, "ttl after extend {ttl}");
 
-    assert!(lock::release(&mut conn, "k", &token).await.unwrap());
+    assert!(token::release(&mut conn, "k", &token).await.unwrap());
     let exists: i64 = redis::cmd("EXISTS")
         .arg("k")
         .query_async(&mut check)
         .await
         .unwrap();
     assert_eq!(exists, 0);
-    assert!(!lock::release(&mut conn, "k", &token).await.unwrap());
+    assert!(!token::release(&mut conn, "k", &token).await.unwrap());
 }
 
 #[tokio::test]
@@ -152,8 +153,8 @@ async fn retries_are_counted_and_spaced_by_delay() {
     let server = Server::start();
     let shared = SharedConnection::shared(server.endpoint(0));
     let mut conn = shared.get().await.expect("connect");
-    let holder = lock::new_token();
-    assert!(lock::acquire(
+    let holder = token::new_token();
+    assert!(token::acquire(
         &mut conn,
         &TokioTimer,
         "busy",
@@ -170,11 +171,11 @@ async fn retries_are_counted_and_spaced_by_delay() {
         .await
         .unwrap();
     let started = Instant::now();
-    let got = lock::acquire(
+    let got = token::acquire(
         &mut conn,
         &TokioTimer,
         "busy",
-        &lock::new_token(),
+        &token::new_token(),
         &opts(10_000, Retries::Count(3), 40),
     )
     .await;
@@ -200,8 +201,8 @@ async fn waiting_forever_gets_the_lock_once_released() {
     let server = Server::start();
     let shared = SharedConnection::shared(server.endpoint(0));
     let mut conn = shared.get().await.expect("connect");
-    let holder = lock::new_token();
-    assert!(lock::acquire(
+    let holder = token::new_token();
+    assert!(token::acquire(
         &mut conn,
         &TokioTimer,
         "w",
@@ -213,18 +214,18 @@ async fn waiting_forever_gets_the_lock_once_released() {
 
     let mut waiter_conn = shared.get().await.expect("second handle");
     let waiter = tokio::spawn(async move {
-        lock::acquire(
+        token::acquire(
             &mut waiter_conn,
             &TokioTimer,
             "w",
-            &lock::new_token(),
+            &token::new_token(),
             &opts(10_000, Retries::Forever, 10),
         )
         .await
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!waiter.is_finished());
-    assert!(lock::release(&mut conn, "w", &holder).await.unwrap());
+    assert!(token::release(&mut conn, "w", &holder).await.unwrap());
     let got = tokio::time::timeout(Duration::from_secs(5), waiter)
         .await
         .expect("waiter finished")
@@ -276,8 +277,8 @@ async fn release_and_extend_survive_script_flush() {
     let shared = SharedConnection::shared(server.endpoint(0));
     let mut conn = shared.get().await.expect("connect");
     let mut check = raw(&server, 0).await;
-    let token = lock::new_token();
-    assert!(lock::acquire(
+    let token = token::new_token();
+    assert!(token::acquire(
         &mut conn,
         &TokioTimer,
         "f",
@@ -291,13 +292,13 @@ async fn release_and_extend_survive_script_flush() {
         .query_async(&mut check)
         .await
         .unwrap();
-    assert!(lock::extend(&mut conn, "f", &token, 20_000).await.unwrap());
+    assert!(token::extend(&mut conn, "f", &token, 20_000).await.unwrap());
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut check)
         .await
         .unwrap();
-    assert!(lock::release(&mut conn, "f", &token).await.unwrap());
+    assert!(token::release(&mut conn, "f", &token).await.unwrap());
 }
 
 #[tokio::test]
@@ -305,7 +306,7 @@ async fn invalid_arguments_are_errors_not_panics() {
     let server = Server::start();
     let shared = SharedConnection::shared(server.endpoint(0));
     let mut conn = shared.get().await.expect("connect");
-    let err = lock::acquire(
+    let err = token::acquire(
         &mut conn,
         &TokioTimer,
         "",
@@ -315,7 +316,7 @@ async fn invalid_arguments_are_errors_not_panics() {
     .await
     .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)));
-    let err = lock::acquire(
+    let err = token::acquire(
         &mut conn,
         &TokioTimer,
         "k",
@@ -325,7 +326,7 @@ async fn invalid_arguments_are_errors_not_panics() {
     .await
     .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)));
-    let err = lock::extend(&mut conn, "k", "t", 0).await.unwrap_err();
+    let err = token::extend(&mut conn, "k", "t", 0).await.unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)));
 }
 
@@ -356,8 +357,8 @@ async fn locks_over_a_unix_socket_from_url_or_path() {
     let shared = SharedConnection::shared(by_path);
     let mut conn = shared.get().await.expect("connect over the socket");
     let mut check = raw(&server, 2).await;
-    let token = lock::new_token();
-    assert!(lock::acquire(
+    let token = token::new_token();
+    assert!(token::acquire(
         &mut conn,
         &TokioTimer,
         "u",
@@ -372,7 +373,7 @@ async fn locks_over_a_unix_socket_from_url_or_path() {
         .await
         .unwrap();
     assert_eq!(stored.as_deref(), Some(token.as_str()));
-    assert!(lock::release(&mut conn, "u", &token).await.unwrap());
+    assert!(token::release(&mut conn, "u", &token).await.unwrap());
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -394,10 +395,10 @@ async fn an_ended_environment_stops_only_its_own_leases() {
     let (gone_env, live_env) = (Liveness::new(), Liveness::new());
     let mut helds = Vec::new();
     for (key, env) in [("ended:a", &gone_env), ("live:b", &live_env)] {
-        let token = lock::new_token();
+        let token = token::new_token();
         let sent = Instant::now();
         let o = opts(lease, Retries::Count(0), 50);
-        assert!(lock::acquire(&mut conn, &TokioTimer, key, &token, &o)
+        assert!(token::acquire(&mut conn, &TokioTimer, key, &token, &o)
             .await
             .unwrap());
         let held = Held::new(&shared, key, &token, Kind::Token);
@@ -462,7 +463,7 @@ async fn an_ended_environment_stops_only_its_own_leases() {
     );
 
     // Started after the end: not kept.
-    let token = lock::new_token();
+    let token = token::new_token();
     let late = Held::new(&shared, "ended:late", &token, Kind::Token);
     let watch = Watch {
         liveness: Arc::clone(&gone_env),

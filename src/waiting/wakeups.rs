@@ -36,9 +36,12 @@ use redis::{AsyncConnectionConfig, PushKind, Value};
 use tokio::runtime::Handle;
 use tokio::sync::{oneshot, Notify};
 
-use crate::config::Endpoint;
 use crate::error::{Error, Result};
-use crate::reentrant::{Adapter, EVENTS_STREAM};
+use crate::transport::endpoint::Endpoint;
+
+/// node-redisson's event stream (`eventAdapter: 'streams'`), read by the
+/// stream reader.
+pub const EVENTS_STREAM: &str = "redisson:events";
 
 /// Where a [`Wakeups`] hears of releases.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,15 +62,6 @@ impl Source {
             Source::PubSub => 0,
             Source::Streams => 1,
             Source::Sharded => 2,
-        }
-    }
-}
-
-impl From<Adapter> for Source {
-    fn from(a: Adapter) -> Source {
-        match a {
-            Adapter::PubSub => Source::PubSub,
-            Adapter::Streams => Source::Streams,
         }
     }
 }

@@ -3,42 +3,30 @@
 //! [`Request`] from JavaScript's arguments, one [`run`] over whatever
 //! connection and timer the engine has. Locks created without these options
 //! never come here: their traffic stays redislock's, byte for byte.
-//!
-//! Also the lease keeper's JavaScript side: each JavaScript environment has
-//! a [`Liveness`] (its heartbeat, and the losses it has yet to collect).
+//! Also what the napi registrations ask of the keeper about such a lock
+//! (how long its lease runs; stop keeping it).
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionLike;
 
-use super::done::Reply;
-use super::redisson::{poke, rt, wakeups};
-use super::Target;
-use crate::cancel::Cancel;
 use crate::error::{Error, Result};
-use crate::keeper::{self, Held, Kind, Liveness, Servers, Watch};
-use crate::keys::companion;
-use crate::lock::{self, AcquireOptions, Grant};
-use crate::replicas::{self, Replicas};
-use crate::timer::Timer;
-use crate::wakeups::Source;
-
-/// The operation codes JavaScript passes (lib/lock.js).
-const ACQUIRE: u32 = 0;
-const RELEASE: u32 = 1;
-const EXTEND: u32 = 2;
-const INSPECT: u32 = 3;
-
-/// Option bits.
-const FENCING: u32 = 1;
-pub(crate) const WAKE: u32 = 2;
-pub(crate) const KEEP: u32 = 4;
-
-/// Helper names, in the lock key's hash slot (see keys.rs).
-const FENCING_SUFFIX: &str = "redislock-rs:fencing";
-pub(crate) const RELEASED_SUFFIX: &str = "redislock-rs:released";
+use crate::keeper::{self, Held, Kind, Servers};
+use crate::limits;
+use crate::locks::keys::{companion, FENCING_SUFFIX, RELEASED_SUFFIX};
+use crate::locks::replicas::{self, Replicas};
+use crate::locks::token::{self, AcquireOptions, Grant};
+use crate::node::cancels::{cancel_slot_at, CancelSlot};
+use crate::node::envs::watch;
+use crate::node::runtime::rt;
+use crate::node::targets::Target;
+use crate::node::wake::{poke, wakeups};
+use crate::node::wire::codes::bits::{FENCING, KEEP, WAKE};
+use crate::node::wire::codes::lockx::{ACQUIRE, EXTEND, INSPECT, RELEASE};
+use crate::node::wire::done::Reply;
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::Source;
 
 pub(crate) struct Request {
     op: u32,
@@ -59,13 +47,7 @@ pub(crate) struct Request {
 }
 
 fn whole_ms(x: f64, what: &str) -> Result<u64> {
-    if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= lock::MAX_MS as f64 {
-        Ok(x as u64)
-    } else {
-        Err(Error::InvalidArgument(format!(
-            "Invalid {what} {x}: expected a non-negative integer number of milliseconds"
-        )))
-    }
+    limits::whole_ms(x).ok_or_else(|| limits::not_whole_ms(what, x))
 }
 
 impl Request {
@@ -149,7 +131,7 @@ pub(crate) async fn run<C: ConnectionLike>(
                 .then(|| companion(&req.key, RELEASED_SUFFIX, "release channel"))
                 .transpose()?;
             let subscriber = match &channel {
-                Some(_) if !matches!(opts.retries, lock::Retries::Count(0)) => {
+                Some(_) if !matches!(opts.retries, crate::waiting::retry::Retries::Count(0)) => {
                     Some(wakeups(&target, wake_source(&target, conn).await)?)
                 }
                 _ => None,
@@ -157,12 +139,12 @@ pub(crate) async fn run<C: ConnectionLike>(
             let grant = Grant {
                 fencing: counter.as_deref(),
                 wake: subscriber.as_ref().zip(channel.as_deref()),
-                cancel: req.cancel.as_ref().map(|c| &*c.cancel),
+                cancel: req.cancel.as_ref().map(|c| c.cancel()),
                 replicas: req.replicas,
             };
             let token = &req.token;
             let Some(granted) =
-                lock::acquire_with(conn, timer, &req.key, token, &opts, grant).await?
+                token::acquire_with(conn, timer, &req.key, token, &opts, grant).await?
             else {
                 return Ok(Reply::No);
             };
@@ -188,14 +170,14 @@ pub(crate) async fn run<C: ConnectionLike>(
                     let source = wake_source(&target, conn).await;
                     let sharded = source == Source::Sharded;
                     let released =
-                        lock::release_announced(conn, &req.key, &req.token, &channel, sharded)
+                        token::release_announced(conn, &req.key, &req.token, &channel, sharded)
                             .await;
                     if let Ok(true) = released {
                         poke(&target, source, &channel);
                     }
                     released
                 }
-                false => lock::release(conn, &req.key, &req.token).await,
+                false => token::release(conn, &req.key, &req.token).await,
             };
             // Released, not ours, or unknown: no renewal either way.
             if let Some(p) = paused {
@@ -204,18 +186,18 @@ pub(crate) async fn run<C: ConnectionLike>(
             Ok(if released? { Reply::Yes } else { Reply::No })
         }
         EXTEND => {
-            let ms = lock::extension_from_number(req.nums[0])?;
+            let ms = crate::limits::extension_from_number(req.nums[0])?;
             let paused = if req.has(KEEP) {
                 keeper::pause(&req.held(&target)).await
             } else {
                 None
             };
             let sent = Instant::now();
-            let mut extended = lock::extend(conn, &req.key, &req.token, ms).await;
+            let mut extended = token::extend(conn, &req.key, &req.token, ms).await;
             if let (Ok(true), Some(want)) = (&extended, req.replicas) {
                 if let Err(e) = replicas::wait_for(conn, want).await {
                     // Not acknowledged: the lock cannot be vouched for.
-                    let _ = lock::release(conn, &req.key, &req.token).await;
+                    let _ = token::release(conn, &req.key, &req.token).await;
                     extended = Err(e);
                 }
             }
@@ -292,140 +274,11 @@ fn age_us(t: Instant) -> u64 {
 /// How many numbers an operation takes (see [`Request::parse`]).
 const NUMS: usize = 11;
 
-/// The acquires that can be cancelled now, by (environment, cancel id).
-type Cancels = HashMap<(u32, u32), Arc<Cancel>>;
-static CANCELS: LazyLock<Mutex<Cancels>> = LazyLock::new(Mutex::default);
-
-/// An acquire's registration for [`cancel`]; unregistered when dropped
-/// (the operation is over).
-pub(crate) struct CancelSlot {
-    key: (u32, u32),
-    cancel: Arc<Cancel>,
-}
-
-impl CancelSlot {
-    pub(crate) fn cancel(&self) -> &Cancel {
-        &self.cancel
-    }
-}
-
-impl Drop for CancelSlot {
-    fn drop(&mut self) {
-        let mut map = CANCELS.lock().unwrap_or_else(|p| p.into_inner());
-        if map
-            .get(&self.key)
-            .is_some_and(|c| Arc::ptr_eq(c, &self.cancel))
-        {
-            map.remove(&self.key);
-        }
-    }
-}
-
-/// Registers the operation's cancel id (`nums[8]`, 0: none), before it is
-/// started, so that a [`cancel`] right after the call is never lost.
+/// Registers the operation's cancel id (`nums[8]`, 0: none; its
+/// environment is `nums[5]`), before it is started, so that a cancel right
+/// after the call is never lost.
 pub(crate) fn cancel_slot(nums: &[f64]) -> Option<CancelSlot> {
     cancel_slot_at(nums, 5, 8)
-}
-
-/// [`cancel_slot`] for numbers with the environment at `env` and the cancel
-/// id at `id` (a quorum acquire's layout differs).
-pub(crate) fn cancel_slot_at(nums: &[f64], env: usize, id: usize) -> Option<CancelSlot> {
-    let (env, id) = (*nums.get(env)?, *nums.get(id)?);
-    if !(id >= 1.0 && id <= u32::MAX as f64 && env >= 0.0 && env <= u32::MAX as f64) {
-        return None;
-    }
-    let key = (env as u32, id as u32);
-    let cancel = Arc::new(Cancel::default());
-    let mut map = CANCELS.lock().unwrap_or_else(|p| p.into_inner());
-    map.insert(key, Arc::clone(&cancel));
-    Some(CancelSlot { key, cancel })
-}
-
-/// Cancels the acquire registered as `id` in `env`, if it is still running.
-pub(crate) fn cancel(env: u32, id: u32) {
-    let found = {
-        let map = CANCELS.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&(env, id)).cloned()
-    };
-    if let Some(c) = found {
-        c.cancel();
-    }
-}
-
-/// Every live JavaScript environment's [`Liveness`], by the id JavaScript
-/// holds; an environment's entry goes with it ([`end_env`]), and its id is
-/// not given out again.
-#[derive(Default)]
-struct Envs {
-    by_id: HashMap<u32, Arc<Liveness>>,
-    next: u32,
-}
-
-static ENVS: LazyLock<Mutex<Envs>> = LazyLock::new(Mutex::default);
-
-fn envs() -> std::sync::MutexGuard<'static, Envs> {
-    ENVS.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The keeper's bounds for JavaScript's hold `hold` in environment `env`
-/// (`max_hold_ms` 0: none).
-pub(crate) fn watch(env: u32, hold: u32, max_lag_ms: u64, max_hold_ms: u64) -> Result<Watch> {
-    Ok(Watch {
-        liveness: liveness(env)?,
-        hold,
-        max_lag: Duration::from_millis(max_lag_ms),
-        max_hold: (max_hold_ms > 0).then(|| Duration::from_millis(max_hold_ms)),
-    })
-}
-
-pub(crate) fn liveness(env: u32) -> Result<Arc<Liveness>> {
-    envs()
-        .by_id
-        .get(&env)
-        .cloned()
-        .ok_or_else(|| Error::InvalidArgument(format!("unknown keeper environment {env}")))
-}
-
-/// A new environment's id.
-pub(crate) fn new_env() -> u32 {
-    let mut envs = envs();
-    let mut id = envs.next;
-    while envs.by_id.contains_key(&id) {
-        id = id.wrapping_add(1);
-    }
-    envs.next = id.wrapping_add(1);
-    envs.by_id.insert(id, Liveness::new());
-    id
-}
-
-/// Environment `env` is torn down (its cleanup hook): its leases stop at
-/// once (their keys expire by TTL), its acquires still waiting are
-/// cancelled, and its state is freed.
-pub(crate) fn end_env(env: u32) {
-    let removed = envs().by_id.remove(&env);
-    if let Some(l) = removed {
-        keeper::end(&l);
-    }
-    let waiting: Vec<Arc<Cancel>> = {
-        let map = CANCELS.lock().unwrap_or_else(|p| p.into_inner());
-        map.iter()
-            .filter(|((e, _), _)| *e == env)
-            .map(|(_, c)| Arc::clone(c))
-            .collect()
-    };
-    for c in waiting {
-        c.cancel();
-    }
-}
-
-/// Beats `env`'s heart and collects its losses, flat: hold, reason, ...
-pub(crate) fn poll(env: u32) -> Result<Vec<u32>> {
-    let l = liveness(env)?;
-    l.beat();
-    Ok(l.drain()
-        .into_iter()
-        .flat_map(|(hold, why)| [hold, why as u32])
-        .collect())
 }
 
 /// How long the kept lease of `key` for `token` is known to run, in ms

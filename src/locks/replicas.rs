@@ -4,12 +4,18 @@
 //! replicates asynchronously; without this, a failover right after a grant
 //! can promote a replica that never saw the lock.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
-use crate::scripts::INFO_REPLICATION_SCRIPT;
+use crate::transport::lua::Lua;
+
+/// `replicas: N`: the primary's `INFO replication`, run by a script on the
+/// lock key so Redis Cluster routes it to the key's primary.
+const INFO_REPLICATION: &str = "return redis.call('INFO', 'replication')";
+static INFO_REPLICATION_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(INFO_REPLICATION));
 
 /// How many replicas must acknowledge, and how long to wait for them.
 #[derive(Clone, Copy, Debug)]

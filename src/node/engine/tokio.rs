@@ -1,4 +1,6 @@
-//! Batched completions: the hot path used by lib/operations.js.
+//! The tokio engine (the fallback on Bun, Deno and Windows; Redis Cluster;
+//! replica lanes): `Completer` runs operations on the dedicated tokio
+//! thread and reports them to lib/operations.js in batched completions.
 //!
 //! A napi `async fn` creates a threadsafe function, a deferred and a promise
 //! per call, and wakes the JavaScript thread once per settled call. Here
@@ -12,7 +14,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use napi::bindgen_prelude::*;
@@ -21,29 +23,12 @@ use napi::threadsafe_function::{
 };
 use napi_derive::napi;
 
-use super::done::{panicked, Done, DoneArgs, Outcome};
-use super::{lockx, quorum, redisson, target};
 use crate::error::{Error as CoreError, Result};
-use crate::lock::{self, AcquireOptions};
-
-/// The runtime the batched operations run on: current-thread, driven by one
-/// dedicated thread, so an operation never hops between Tokio workers.
-pub(crate) fn runtime() -> Option<&'static tokio::runtime::Handle> {
-    static RT: OnceLock<Option<tokio::runtime::Handle>> = OnceLock::new();
-    RT.get_or_init(|| {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .ok()?;
-        let handle = rt.handle().clone();
-        std::thread::Builder::new()
-            .name("redislock-rs".into())
-            .spawn(move || rt.block_on(std::future::pending::<()>()))
-            .ok()?;
-        Some(handle)
-    })
-    .as_ref()
-}
+use crate::locks::token::{self, AcquireOptions};
+use crate::node::ops::{lockx, quorum, redisson};
+use crate::node::runtime::runtime;
+use crate::node::targets::{target, targets};
+use crate::node::wire::done::{panicked, Done, DoneArgs, Outcome};
 
 /// Items handed from one thread to another in batches. The sender wakes
 /// the receiver only for the first item of a batch: a wake-up costs a
@@ -160,7 +145,7 @@ impl Completer {
         })
     }
 
-    /// `acquire` as operation `id` (see `lock::acquire`): `true` when held.
+    /// `acquire` as operation `id` (see `token::acquire`): `true` when held.
     #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn acquire(
@@ -177,28 +162,35 @@ impl Completer {
             let inner = target(endpoint)?.shared.clone();
             let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
             let mut c = inner.get().await?;
-            lock::acquire(&mut c, &crate::timer::TokioTimer, &key, &token, &opts).await
+            token::acquire(
+                &mut c,
+                &crate::waiting::timer::TokioTimer,
+                &key,
+                &token,
+                &opts,
+            )
+            .await
         });
     }
 
-    /// `release` as operation `id` (see `lock::release`): `false` when not ours.
+    /// `release` as operation `id` (see `token::release`): `false` when not ours.
     #[napi(catch_unwind)]
     pub fn release(&self, endpoint: u32, id: u32, key: String, token: String) {
         self.shared.run(id, async move {
             let inner = target(endpoint)?.shared.clone();
             let mut c = inner.get().await?;
-            lock::release(&mut c, &key, &token).await
+            token::release(&mut c, &key, &token).await
         });
     }
 
-    /// `extend` as operation `id` (see `lock::extend`): `false` when not ours.
+    /// `extend` as operation `id` (see `token::extend`): `false` when not ours.
     #[napi(catch_unwind)]
     pub fn extend(&self, endpoint: u32, id: u32, key: String, token: String, ms: f64) {
         self.shared.run(id, async move {
             let inner = target(endpoint)?.shared.clone();
-            let ms = lock::extension_from_number(ms)?;
+            let ms = crate::limits::extension_from_number(ms)?;
             let mut c = inner.get().await?;
-            lock::extend(&mut c, &key, &token, ms).await
+            token::extend(&mut c, &key, &token, ms).await
         });
     }
 
@@ -216,10 +208,10 @@ impl Completer {
     ) {
         let cancel = quorum::cancel_slot(op, &nums);
         self.shared.run(id, async move {
-            let targets = quorum::targets(&endpoints)?;
+            let targets = targets(&endpoints)?;
             let shared: Vec<_> = targets.iter().map(|t| Arc::clone(&t.shared)).collect();
             let connect = |i: usize| shared[i].get();
-            let timer = crate::timer::TokioTimer;
+            let timer = crate::waiting::timer::TokioTimer;
             quorum::run(op, targets, connect, &timer, &key, &token, &nums, cancel).await
         });
     }
@@ -245,7 +237,13 @@ impl Completer {
             let lane = req.acknowledged().then(|| target.lane());
             let conn = lane.as_ref().map_or(&target.shared, |l| l.conn());
             let mut c = conn.get().await?;
-            lockx::run(req, Arc::clone(&target), &mut c, &crate::timer::TokioTimer).await
+            lockx::run(
+                req,
+                Arc::clone(&target),
+                &mut c,
+                &crate::waiting::timer::TokioTimer,
+            )
+            .await
         });
     }
 
@@ -275,7 +273,13 @@ impl Completer {
             let lane = req.acknowledged().then(|| target.lane());
             let shared = Arc::clone(lane.as_ref().map_or(&target.shared, |l| l.conn()));
             let connect = || shared.get();
-            redisson::run(req, Arc::clone(&target), connect, &crate::timer::TokioTimer).await
+            redisson::run(
+                req,
+                Arc::clone(&target),
+                connect,
+                &crate::waiting::timer::TokioTimer,
+            )
+            .await
         });
     }
 }

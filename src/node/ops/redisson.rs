@@ -11,21 +11,17 @@ use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 
-use super::completer::runtime;
-use super::Target;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
-use crate::lock::{positive_int, MAX_MS};
-use crate::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
-use crate::replicas::{self, Replicas};
-use crate::timer::Timer;
-use crate::wakeups::{Source, Wakeups};
-
-/// The operation codes JavaScript passes (lib/redisson/rlock.js).
-const TRY_LOCK: u32 = 0;
-const UNLOCK: u32 = 1;
-const FORCE_UNLOCK: u32 = 2;
-const IS_LOCKED: u32 = 3;
+use crate::limits::{not_positive_ms, not_whole_ms, positive_int, whole_u32};
+use crate::locks::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
+use crate::locks::replicas::{self, Replicas};
+use crate::node::envs;
+use crate::node::runtime::rt;
+use crate::node::targets::Target;
+use crate::node::wake::{poke, wakeups};
+use crate::node::wire::codes::redisson::{FORCE_UNLOCK, IS_LOCKED, TRY_LOCK, UNLOCK};
+use crate::waiting::timer::Timer;
 
 /// A watchdog lock's bounds: the JavaScript environment whose heartbeat
 /// keeps it, JavaScript's hold id for its loss, the most event-loop lag.
@@ -94,11 +90,9 @@ impl Request {
     ) -> Result<Request> {
         let adapter = Adapter::parse(adapter)?;
         let lease_ms = match op {
-            TRY_LOCK | UNLOCK => positive_int(lease).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "Invalid lease time {lease}: expected a positive integer number of milliseconds"
-                ))
-            })?,
+            TRY_LOCK | UNLOCK => {
+                positive_int(lease).ok_or_else(|| not_positive_ms("lease time", lease))?
+            }
             _ => 0,
         };
         let op = match op {
@@ -107,21 +101,12 @@ impl Request {
                     Wait::Forever
                 } else if wait == 0.0 {
                     Wait::Once
-                } else if wait.is_finite()
-                    && wait > 0.0
-                    && wait.fract() == 0.0
-                    && wait <= MAX_MS as f64
-                {
-                    Wait::For(Duration::from_millis(wait as u64))
+                } else if let Some(ms) = positive_int(wait) {
+                    Wait::For(Duration::from_millis(ms))
                 } else {
-                    return Err(Error::InvalidArgument(format!(
-                        "Invalid wait time {wait}: expected a non-negative integer number of milliseconds"
-                    )));
+                    return Err(not_whole_ms("wait time", wait));
                 };
-                let id = |x: f64| {
-                    (x.is_finite() && x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0)
-                        .then_some(x as u32)
-                };
+                let id = whole_u32;
                 let bad = || Error::InvalidArgument("invalid watchdog arguments".into());
                 let (watch, replicas) = match watch {
                     [] => (None, None),
@@ -175,31 +160,6 @@ impl Request {
             adapter,
         })
     }
-}
-
-/// `target`'s wake-up source from `source`, made on first use.
-pub(crate) fn wakeups(target: &Target, source: impl Into<Source>) -> Result<Arc<Wakeups>> {
-    let source = source.into();
-    let slot = &target.wakeups[source.index()];
-    if let Some(w) = slot.get() {
-        return Ok(Arc::clone(w));
-    }
-    let rt = rt()?;
-    Ok(Arc::clone(slot.get_or_init(|| {
-        Wakeups::new(&target.endpoint, source, rt)
-    })))
-}
-
-/// Wakes one waiter of this process on `channel` (a release just made here),
-/// if any waits: see `Wakeups::poke`.
-pub(crate) fn poke(target: &Target, source: impl Into<Source>, channel: &str) {
-    if let Some(w) = target.wakeups[source.into().index()].get() {
-        w.poke(channel);
-    }
-}
-
-pub(crate) fn rt() -> Result<&'static tokio::runtime::Handle> {
-    runtime().ok_or_else(|| Error::Internal("could not start the Tokio runtime thread".into()))
 }
 
 /// Runs `req` against `target` over a connection from `connect` (called
@@ -257,7 +217,7 @@ where
                 let h = Held::new(&target.shared, &req.name, &req.field, Kind::Redisson);
                 let granted = std::time::Instant::now();
                 let until = granted + Duration::from_millis(req.lease_ms);
-                let watch = super::lockx::watch(w.env, w.hold, w.max_lag_ms, 0)?;
+                let watch = envs::watch(w.env, w.hold, w.max_lag_ms, 0)?;
                 let one = Servers::One(Arc::clone(&target.shared));
                 keeper::start(rt()?, one, h, req.lease_ms, granted, until, Some(watch));
             }

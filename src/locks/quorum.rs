@@ -23,12 +23,13 @@ use redis::aio::ConnectionLike;
 
 use std::sync::Arc;
 
-use crate::cancel::Cancel;
 use crate::error::{Error, Result};
-use crate::lock::{self, Retries, MAX_MS};
-use crate::retry::{retry, Attempt, Schedule};
-use crate::timer::Timer;
-use crate::wakeups::Wakeups;
+use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms, MAX_MS};
+use crate::locks::token;
+use crate::waiting::cancel::Cancel;
+use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::Wakeups;
 
 /// What one server did in one step.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -278,7 +279,7 @@ where
         connect,
         timer,
         opts.server_timeout,
-        |mut c: C| async move { lock::try_acquire(&mut c, key, token, opts.ttl_ms).await },
+        |mut c: C| async move { token::try_acquire(&mut c, key, token, opts.ttl_ms).await },
     )
     .await
     .into_iter()
@@ -399,7 +400,7 @@ where
     check(n, key, ms)?;
     let started = Instant::now();
     let outcomes = on_all(n, connect, timer, server_timeout, |mut c: C| async move {
-        lock::extend(&mut c, key, token, ms).await
+        token::extend(&mut c, key, token, ms).await
     })
     .await;
     let validity = validity_ms(ms, started.elapsed());
@@ -460,8 +461,8 @@ where
 {
     on_all(n, connect, timer, server_timeout, |mut c: C| async move {
         match announce {
-            Some(channel) => lock::release_announced(&mut c, key, token, channel, false).await,
-            None => lock::release(&mut c, key, token).await,
+            Some(channel) => token::release_announced(&mut c, key, token, channel, false).await,
+            None => token::release(&mut c, key, token).await,
         }
     })
     .await
@@ -473,17 +474,11 @@ fn check(n: usize, key: &str, ttl_ms: u64) -> Result<()> {
             "a quorum lock needs at least one server".into(),
         ));
     }
-    if key.is_empty() {
-        return Err(Error::InvalidArgument(
-            "Invalid lock key \"\": the key must be a non-empty string".into(),
-        ));
+    check_not_empty("key", key)?;
+    match is_positive_ms(ttl_ms) {
+        true => Ok(()),
+        false => Err(invalid_timeout(ttl_ms)),
     }
-    if ttl_ms == 0 || ttl_ms > MAX_MS {
-        return Err(Error::InvalidArgument(format!(
-            "Invalid timeout {ttl_ms}: the lock timeout must be a positive integer number of milliseconds"
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

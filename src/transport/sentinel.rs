@@ -19,8 +19,8 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::{RedisConnectionInfo, Role};
 use tokio::time::Instant;
 
-use crate::config::{tcp_info, Endpoint, SentinelSpec};
 use crate::error::{Error, Result};
+use crate::transport::endpoint::{tcp_info, Endpoint, SentinelSpec};
 
 /// A nameless Sentinel spec's primary name and every sentinel known.
 type Learned = (String, Vec<(String, u16)>);

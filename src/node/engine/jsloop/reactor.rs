@@ -6,8 +6,8 @@
 //!   submission (so their command is buffered during the JavaScript call)
 //!   and then whenever a reply, a timer or an off-thread wake-up arrives;
 //! - a timer wheel behind one libuv timer: retry delays and reply deadlines;
-//! - the connections ([`super::conn`]), one per endpoint, each a socket
-//!   polled by a `uv_poll_t`;
+//! - the connections, one per endpoint, each a socket polled by a
+//!   `uv_poll_t`, held as [`Polled`] (conn.rs implements it);
 //! - a prepare hook that writes what was buffered during a JavaScript turn
 //!   before the loop blocks, and an async handle for wake-ups from other
 //!   threads (name resolution);
@@ -33,10 +33,10 @@ use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 
-use super::conn::Conn;
+use super::lookups::Lookups;
 use super::uv::{self, Handle, Loop, Uv};
-use crate::config::Endpoint;
-use crate::node::done::{panicked, Done};
+use crate::node::wire::done::{panicked, Done};
+use crate::transport::endpoint::Endpoint;
 
 pub(crate) type Task = Pin<Box<dyn Future<Output = ()>>>;
 
@@ -137,6 +137,25 @@ impl Wake for TaskWaker {
     }
 }
 
+/// What the reactor asks of a connection it polls, by id: its readiness
+/// events, its deadline checks, its buffered output, closing. conn.rs
+/// implements it; the reactor knows nothing else of connections.
+pub(crate) trait Polled {
+    /// Writes what was buffered during this turn.
+    fn flush_turn(self: Rc<Self>, engine: &Engine);
+    /// Its deadline check on the wheel is due.
+    fn check_deadlines(self: Rc<Self>, engine: &Engine, now: Instant);
+    /// A readiness event of its `uv_poll_t` (`status`, `events` as libuv
+    /// gives them).
+    fn on_ready(self: Rc<Self>, engine: &Engine, status: i32, events: i32);
+    /// Closes it (the engine shuts down).
+    fn close(&self, uv: &Uv);
+    /// Bytes its buffers hold on to.
+    fn buffered(&self) -> usize;
+    /// Itself, for its own file to find its type again.
+    fn as_any(self: Rc<Self>) -> Rc<dyn std::any::Any>;
+}
+
 /// Where one JavaScript environment's finished operations go.
 pub(crate) trait Sink {
     /// The environment (`napi_env`) it belongs to.
@@ -161,7 +180,7 @@ pub(crate) struct Engine {
     wheel: RefCell<BTreeMap<(Instant, u64), Due>>,
     armed: Cell<Option<Instant>>,
     seq: Cell<u64>,
-    pub(crate) conns: RefCell<IdMap<u64, Rc<RefCell<Conn>>>>,
+    pub(crate) conns: RefCell<IdMap<u64, Rc<dyn Polled>>>,
     /// The connection new operations on an endpoint (by id) use.
     pub(crate) current: RefCell<IdMap<u32, u64>>,
     endpoints: RefCell<Vec<Option<Arc<Endpoint>>>>,
@@ -171,7 +190,7 @@ pub(crate) struct Engine {
     prepare_on: Cell<bool>,
     sinks: RefCell<Vec<Rc<dyn Sink>>>,
     /// Host name lookups in flight.
-    pub(crate) lookups: super::conn::Lookups,
+    pub(crate) lookups: Lookups,
 }
 
 use std::rc::Rc;
@@ -292,7 +311,7 @@ impl Engine {
         if let Some(Some(e)) = self.endpoints.borrow().get(id as usize) {
             return Ok(Arc::clone(e));
         }
-        let endpoint = Arc::clone(&crate::node::target(id)?.endpoint);
+        let endpoint = Arc::clone(&crate::node::targets::target(id)?.endpoint);
         let mut cache = self.endpoints.borrow_mut();
         if cache.len() <= id as usize {
             cache.resize(id as usize + 1, None);
@@ -333,7 +352,7 @@ impl Engine {
         *self.remote.wake.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let conns: Vec<_> = self.conns.borrow_mut().drain().map(|(_, c)| c).collect();
         for conn in conns {
-            conn.borrow_mut().close(self.uv);
+            conn.close(self.uv);
         }
         // Dropping tasks may run destructors that look for the engine: it
         // is already gone from the thread-local, so they find nothing.
@@ -475,7 +494,7 @@ impl Engine {
             for id in dirty {
                 let conn = self.conns.borrow().get(&id).cloned();
                 if let Some(conn) = conn {
-                    Conn::flush_turn(&conn, self);
+                    conn.flush_turn(self);
                 }
             }
         }
@@ -507,7 +526,7 @@ impl Engine {
             timers: self.wheel.borrow().len(),
             tasks: self.tasks.borrow().iter().filter(|t| t.is_some()).count(),
             connections: conns.len(),
-            buffered: conns.values().map(|c| c.borrow().buffered()).sum(),
+            buffered: conns.values().map(|c| c.buffered()).sum(),
             lookups: self.lookups.len(),
         }
     }
@@ -539,7 +558,7 @@ impl Engine {
                 Due::Check(id) => {
                     let conn = self.conns.borrow().get(&id).cloned();
                     if let Some(conn) = conn {
-                        Conn::check_deadlines(&conn, self, now);
+                        conn.check_deadlines(self, now);
                     }
                 }
             }
@@ -601,7 +620,7 @@ pub(crate) unsafe extern "C" fn on_poll(h: *mut Handle, status: i32, events: i32
     with_turn(|e| {
         let conn = e.conns.borrow().get(&id).cloned();
         if let Some(conn) = conn {
-            Conn::on_ready(&conn, e, status, events);
+            conn.on_ready(e, status, events);
         }
     });
 }
@@ -611,10 +630,10 @@ pub(crate) fn id_as_data(id: u64) -> *mut c_void {
     id as usize as *mut c_void
 }
 
-/// [`crate::timer::Timer`] on the engine's wheel.
+/// [`crate::waiting::timer::Timer`] on the engine's wheel.
 pub(crate) struct LoopTimer;
 
-impl crate::timer::Timer for LoopTimer {
+impl crate::waiting::timer::Timer for LoopTimer {
     fn sleep(&self, duration: Duration) -> futures_util::future::BoxFuture<'static, ()> {
         Sleep {
             at: Instant::now() + duration,
@@ -661,7 +680,7 @@ impl Drop for Sleep {
 /// operation `id`, and a panic inside it settles it as an internal error.
 pub(crate) fn spawn_op<F, T>(engine: &Engine, sink: Rc<dyn Sink>, id: u32, op: F)
 where
-    T: crate::node::done::Outcome + 'static,
+    T: crate::node::wire::done::Outcome + 'static,
     F: Future<Output = crate::error::Result<T>> + 'static,
 {
     engine.spawn(Box::pin(async move {

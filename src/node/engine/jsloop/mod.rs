@@ -1,10 +1,11 @@
 //! The JS-thread engine: lock operations run on the calling thread's own
 //! libuv loop, so an operation crosses no thread. `LoopEngine` is its napi
 //! face, with the same methods as the tokio engine's `Completer`; see
-//! engine.rs for the state and conn.rs for the connections.
+//! reactor.rs for the loop's state and conn.rs for the connections.
 
 mod conn;
-mod engine;
+mod lookups;
+mod reactor;
 mod tls;
 mod uv;
 
@@ -16,10 +17,12 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
-use super::done::{Done, DoneArgs};
-use crate::lock::{self, AcquireOptions};
+use crate::locks::token::{self, AcquireOptions};
+use crate::node::ops::{lockx, quorum, redisson};
+use crate::node::targets::{target, targets};
+use crate::node::wire::done::{Done, DoneArgs, Outcome};
 use conn::LoopConn;
-use engine::{LoopTimer, Sink};
+use reactor::{LoopTimer, Sink};
 
 /// One environment's `onDone`, held weakly, and the async context its
 /// calls run in.
@@ -113,7 +116,7 @@ impl LoopEngine {
             ));
         }
         let lp = env.get_uv_event_loop()?.cast();
-        let engine = engine::start(lp).map_err(napi::Error::from_reason)?;
+        let engine = reactor::start(lp).map_err(napi::Error::from_reason)?;
         let registered = LoopEngine::register(&env, &engine, on_done);
         if registered.is_err() {
             // A failed step must not leave an engine no environment owns (on a
@@ -130,7 +133,7 @@ impl LoopEngine {
     /// async context), adds it to `engine` and registers its cleanup hook.
     fn register(
         env: &Env,
-        engine: &Rc<engine::Engine>,
+        engine: &Rc<reactor::Engine>,
         on_done: Function<DoneArgs, ()>,
     ) -> napi::Result<Rc<JsSink>> {
         let raw_env = env.raw();
@@ -178,7 +181,7 @@ impl LoopEngine {
         let hooked = env.add_env_cleanup_hook(Rc::clone(&as_sink), move |sink| {
             // Runs as the environment goes away; a panic must not unwind into Node.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                if let Some(engine) = engine::current() {
+                if let Some(engine) = reactor::current() {
                     engine.remove_sink(&sink);
                 }
             }));
@@ -206,16 +209,16 @@ impl LoopEngine {
     /// never a promise left pending.
     fn run<F, T>(env: &Env, id: u32, op: F) -> napi::Result<()>
     where
-        T: super::done::Outcome + 'static,
+        T: Outcome + 'static,
         F: std::future::Future<Output = crate::error::Result<T>> + 'static,
     {
-        let sink = engine::current().and_then(|e| Some((e.sink_for(env.raw().cast())?, e)));
+        let sink = reactor::current().and_then(|e| Some((e.sink_for(env.raw().cast())?, e)));
         let Some((sink, engine)) = sink else {
             return Err(napi::Error::from_reason(
                 "[ERR_INTERNAL] the JS-thread engine is not running in this environment",
             ));
         };
-        engine::spawn_op(&engine, sink, id, op);
+        reactor::spawn_op(&engine, sink, id, op);
         Ok(())
     }
 }
@@ -236,7 +239,7 @@ pub struct EngineStats {
 #[napi(catch_unwind)]
 pub fn engine_stats() -> Option<EngineStats> {
     let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-    engine::current().map(|e| {
+    reactor::current().map(|e| {
         let s = e.stats();
         EngineStats {
             timers: clamp(s.timers),
@@ -253,7 +256,7 @@ pub fn engine_stats() -> Option<EngineStats> {
 // JavaScript passes the endpoint by id (see `RedisConnection::id`).
 
 /// `acquire` as operation `id` on the JS-thread engine (see
-/// `lock::acquire`): `true` when held.
+/// `token::acquire`): `true` when held.
 #[napi(catch_unwind)]
 #[allow(clippy::too_many_arguments)]
 pub fn loop_acquire(
@@ -269,12 +272,12 @@ pub fn loop_acquire(
     LoopEngine::run(&env, id, async move {
         let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
         let mut c = LoopConn::connect(endpoint).await?;
-        lock::acquire(&mut c, &LoopTimer, &key, &token, &opts).await
+        token::acquire(&mut c, &LoopTimer, &key, &token, &opts).await
     })
 }
 
 /// `release` as operation `id` on the JS-thread engine (see
-/// `lock::release`): `false` when not ours.
+/// `token::release`): `false` when not ours.
 #[napi(catch_unwind)]
 pub fn loop_release(
     env: Env,
@@ -285,11 +288,11 @@ pub fn loop_release(
 ) -> napi::Result<()> {
     LoopEngine::run(&env, id, async move {
         let mut c = LoopConn::connect(endpoint).await?;
-        lock::release(&mut c, &key, &token).await
+        token::release(&mut c, &key, &token).await
     })
 }
 
-/// `extend` as operation `id` on the JS-thread engine (see `lock::extend`):
+/// `extend` as operation `id` on the JS-thread engine (see `token::extend`):
 /// `false` when not ours.
 #[napi(catch_unwind)]
 pub fn loop_extend(
@@ -301,9 +304,9 @@ pub fn loop_extend(
     ms: f64,
 ) -> napi::Result<()> {
     LoopEngine::run(&env, id, async move {
-        let ms = lock::extension_from_number(ms)?;
+        let ms = crate::limits::extension_from_number(ms)?;
         let mut c = LoopConn::connect(endpoint).await?;
-        lock::extend(&mut c, &key, &token, ms).await
+        token::extend(&mut c, &key, &token, ms).await
     })
 }
 
@@ -326,12 +329,11 @@ pub fn loop_redisson(
     adapter: String,
 ) -> napi::Result<()> {
     LoopEngine::run(&env, id, async move {
-        let req = super::redisson::Request::parse(
-            op, name, channel, field, aux, lease, wait, &watch, &adapter,
-        )?;
-        let target = super::target(endpoint)?;
+        let req =
+            redisson::Request::parse(op, name, channel, field, aux, lease, wait, &watch, &adapter)?;
+        let target = target(endpoint)?;
         let connect = || LoopConn::connect(endpoint);
-        super::redisson::run(req, target, connect, &LoopTimer).await
+        redisson::run(req, target, connect, &LoopTimer).await
     })
 }
 
@@ -347,12 +349,12 @@ pub fn loop_lockx(
     token: String,
     nums: Vec<f64>,
 ) -> napi::Result<()> {
-    let cancel = super::lockx::cancel_slot(&nums);
+    let cancel = lockx::cancel_slot(&nums);
     LoopEngine::run(&env, id, async move {
-        let req = super::lockx::Request::parse(op, key, token, &nums, cancel)?;
-        let target = super::target(endpoint)?;
+        let req = lockx::Request::parse(op, key, token, &nums, cancel)?;
+        let target = target(endpoint)?;
         let mut c = LoopConn::connect(endpoint).await?;
-        super::lockx::run(req, target, &mut c, &LoopTimer).await
+        lockx::run(req, target, &mut c, &LoopTimer).await
     })
 }
 
@@ -369,11 +371,11 @@ pub fn loop_quorum(
     token: String,
     nums: Vec<f64>,
 ) -> napi::Result<()> {
-    let cancel = super::quorum::cancel_slot(op, &nums);
+    let cancel = quorum::cancel_slot(op, &nums);
     LoopEngine::run(&env, id, async move {
-        let targets = super::quorum::targets(&endpoints)?;
+        let targets = targets(&endpoints)?;
         let connect = |i: usize| LoopConn::connect(endpoints[i]);
-        super::quorum::run(
+        quorum::run(
             op, targets, connect, &LoopTimer, &key, &token, &nums, cancel,
         )
         .await

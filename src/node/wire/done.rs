@@ -7,8 +7,8 @@
 
 use napi::bindgen_prelude::FnArgs;
 
-use super::wire_message;
 use crate::error::{Error as CoreError, Result};
+use crate::node::wire::error::wire_message;
 
 const DONE_ERROR: u32 = 2;
 

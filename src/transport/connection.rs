@@ -23,9 +23,9 @@ use futures_util::future::{BoxFuture, FutureExt, Shared};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
-use crate::batch::Batcher;
-use crate::config::Endpoint;
 use crate::error::{Error, Result};
+use crate::transport::batch::Batcher;
+use crate::transport::endpoint::Endpoint;
 
 type Connecting = Shared<BoxFuture<'static, Result<Link>>>;
 

@@ -1,5 +1,5 @@
-//! The wait between attempts, one loop for every lock that retries (one
-//! server: `lock::acquire_with`; Redlock: `quorum::acquire`).
+//! The wait between attempts, one loop for every lock that retries (the
+//! token lock's `acquire_with` on one server; Redlock's `acquire`).
 //!
 //! After a failed attempt come `retries` more (`Retries::Forever`: until
 //! one wins), `delay` plus up to `jitter` apart. With wake-ups (each
@@ -17,11 +17,19 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::{select, Either};
 
-use crate::cancel::Cancel;
 use crate::error::Result;
-use crate::lock::Retries;
-use crate::timer::Timer;
-use crate::wakeups::{AnyRelease, Wakeups};
+use crate::waiting::cancel::Cancel;
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::{AnyRelease, Wakeups};
+
+/// How many attempts an acquire makes after the first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retries {
+    /// Keep trying until the lock is free (redislock's `retries: -1`).
+    Forever,
+    /// This many more attempts after the first one.
+    Count(u64),
+}
 
 /// One kind of attempt at a lock.
 pub(crate) trait Attempt {

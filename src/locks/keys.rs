@@ -16,6 +16,12 @@ use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 
+/// The suffix of a lock's fencing counter (`fencing: true`).
+pub const FENCING_SUFFIX: &str = "redislock-rs:fencing";
+/// The suffix of a lock's release channel (`wakeOnRelease: true`), on one
+/// server or on each server of a quorum lock.
+pub const RELEASED_SUFFIX: &str = "redislock-rs:released";
+
 /// How many hash slots Redis Cluster has.
 pub const SLOTS: u16 = 16384;
 

@@ -1,4 +1,7 @@
-//! The lock operations: acquire (with its retry loop), release, extend.
+//! The token lock, redislock's: one key holding a random token (`SET NX
+//! PX`), its scripts, and its operations: acquire (one attempt, run by the
+//! wait loop), release, extend; with the options beyond redislock 1.3.0
+//! (fencing, announced releases, replica acknowledgement).
 //!
 //! Written against `redis::aio::ConnectionLike` and a [`Timer`] rather than
 //! a concrete connection and clock, so the same code runs on either engine
@@ -7,34 +10,55 @@
 //! Expected outcomes are values (`false` = not acquired / not ours any more);
 //! only real failures are errors.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
-use crate::cancel::Cancel;
 use crate::error::{Error, Result};
-use crate::replicas::{self, Replicas};
-use crate::retry::{retry, Attempt, Schedule};
-use crate::scripts::{
-    Lua, DEL_IF_EQUAL, DEL_IF_EQUAL_ANNOUNCE_SCRIPT, DEL_IF_EQUAL_SCRIPT, FENCED_SET_SCRIPT,
-    PEXPIRE_IF_EQUAL_SCRIPT,
+use crate::limits::{
+    check_not_empty, invalid_timeout, is_positive_ms, not_positive_ms, positive_int, whole_ms,
 };
-use crate::timer::Timer;
-use crate::wakeups::Wakeups;
+use crate::locks::replicas::{self, Replicas};
+use crate::locks::resend::{resent, Resend};
+use crate::transport::lua::Lua;
+use crate::waiting::cancel::Cancel;
+use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::Wakeups;
 
-/// Longest TTL or extension accepted, in ms (JavaScript's safe integers).
-pub const MAX_MS: u64 = (1 << 53) - 1;
+// redislock 1.3.0's scripts, byte for byte, and this crate's own for the
+// options beyond it.
 
-/// How many attempts an acquire makes after the first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Retries {
-    /// Keep trying until the lock is free (redislock's `retries: -1`).
-    Forever,
-    /// This many more attempts after the first one.
-    Count(u64),
-}
+/// Deletes KEYS[1] only if it still holds our token ARGV[1]. Returns 1 or 0.
+pub const DEL_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  return redis.call('DEL', KEYS[1])\nend\nreturn 0";
+
+/// Sets KEYS[1]'s TTL to ARGV[2] ms only if it still holds token ARGV[1].
+pub const PEXPIRE_IF_EQUAL: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\nend\nreturn 0";
+
+/// `fencing: true`: takes KEYS[1] for token ARGV[1] with TTL ARGV[2] ms
+/// and, in the same step, issues the next fencing token from the counter
+/// KEYS[2] (same hash slot, never expires). Returns the token, or 0 when
+/// the lock is held.
+pub const FENCED_SET: &str = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n  return redis.call('INCR', KEYS[2])\nend\nreturn 0";
+
+/// `wakeOnRelease: true`: [`DEL_IF_EQUAL`] that also announces the release
+/// on channel ARGV[2] with command ARGV[3] (`PUBLISH`, or `SPUBLISH` on
+/// Redis Cluster 7+), in the same round trip. Returns 1 or 0.
+pub const DEL_IF_EQUAL_ANNOUNCE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  redis.call('DEL', KEYS[1])\n  redis.call(ARGV[3], ARGV[2], '1')\n  return 1\nend\nreturn 0";
+
+pub static DEL_IF_EQUAL_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(DEL_IF_EQUAL));
+pub static PEXPIRE_IF_EQUAL_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(PEXPIRE_IF_EQUAL));
+pub static FENCED_SET_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(FENCED_SET));
+pub static DEL_IF_EQUAL_ANNOUNCE_SCRIPT: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new(DEL_IF_EQUAL_ANNOUNCE));
+
+/// The lease keeper's renewal of a token lock: sets KEYS[1]'s TTL to ARGV[2] ms if it still
+/// holds token ARGV[1]. Returns 1 (renewed), 0 (the key is gone) or -1 (it
+/// holds another token), so a loss says why in the same round trip.
+pub const RENEW_OR_WHY: &str = "local v = redis.call('GET', KEYS[1])\nif v == ARGV[1] then\n  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\nend\nif v then\n  return -1\nend\nreturn 0";
+pub static RENEW_OR_WHY_SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(RENEW_OR_WHY));
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AcquireOptions {
@@ -60,52 +84,21 @@ impl AcquireOptions {
         } else {
             Retries::Count(retries.min(u64::MAX as f64) as u64)
         };
-        if !(delay_ms.is_finite()
-            && delay_ms >= 0.0
-            && delay_ms.fract() == 0.0
-            && delay_ms <= MAX_MS as f64)
-        {
+        let Some(delay_ms) = whole_ms(delay_ms) else {
             return Err(Error::InvalidArgument(format!(
                 "Invalid delay {delay_ms}: the retry delay must be a non-negative integer number of milliseconds"
             )));
-        }
+        };
         Ok(AcquireOptions {
             ttl_ms,
             retries,
-            delay: Duration::from_millis(delay_ms as u64),
+            delay: Duration::from_millis(delay_ms),
         })
     }
 }
 
-/// `Some(n)` when `x` is an integer in 1..=MAX_MS.
-pub fn positive_int(x: f64) -> Option<u64> {
-    (x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x <= MAX_MS as f64).then_some(x as u64)
-}
-
-/// An extension from JavaScript's number: an integer in 1..=MAX_MS.
-pub fn extension_from_number(ms: f64) -> Result<u64> {
-    positive_int(ms).ok_or_else(|| invalid_extension(ms))
-}
-
-fn invalid_timeout(ttl_ms: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!(
-        "Invalid timeout {ttl_ms}: the lock timeout must be a positive integer number of milliseconds"
-    ))
-}
-
-fn invalid_extension(ms: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!(
-        "Invalid extension {ms}: expected a positive integer number of milliseconds"
-    ))
-}
-
 fn check_key(key: &str) -> Result<()> {
-    if key.is_empty() {
-        return Err(Error::InvalidArgument(
-            "Invalid lock key \"\": the key must be a non-empty string".into(),
-        ));
-    }
-    Ok(())
+    check_not_empty("key", key)
 }
 
 /// One `SET key token PX ttl NX`. `true` when the lock was taken.
@@ -187,7 +180,7 @@ pub async fn acquire_with<C: ConnectionLike>(
     grant: Grant<'_>,
 ) -> Result<Option<Granted>> {
     check_key(key)?;
-    if opts.ttl_ms == 0 || opts.ttl_ms > MAX_MS {
+    if !is_positive_ms(opts.ttl_ms) {
         return Err(invalid_timeout(opts.ttl_ms));
     }
     if let Some(want) = grant.replicas {
@@ -313,7 +306,7 @@ async fn attempt_raw<C: ConnectionLike>(
     }
 }
 
-/// One [`FENCED_SET`](crate::scripts::FENCED_SET): the token issued, or
+/// One [`FENCED_SET`](FENCED_SET): the token issued, or
 /// `None` when the lock is held.
 async fn fenced_set<C: ConnectionLike>(
     conn: &mut C,
@@ -427,8 +420,8 @@ pub async fn extend<C: ConnectionLike>(
     ms: u64,
 ) -> Result<bool> {
     check_key(key)?;
-    if ms == 0 || ms > MAX_MS {
-        return Err(invalid_extension(ms));
+    if !is_positive_ms(ms) {
+        return Err(not_positive_ms("extension", ms));
     }
     let call = CompareAndAct {
         script: &PEXPIRE_IF_EQUAL_SCRIPT,
@@ -485,35 +478,6 @@ async fn compare_and_act<C: ConnectionLike>(
     }
 }
 
-/// What a compare-and-act command's first try did to the key, if it ran.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Resend {
-    /// It left the key ours (an extend, a renewal): a resend that finds the
-    /// key not ours tells the truth.
-    Keeps,
-    /// It removed the key (a release): a resend that finds the key not ours
-    /// cannot tell "the first try removed it" from "it had expired".
-    Removes,
-}
-
-/// The outcome of a compare-and-act command sent again (`again`: its reply,
-/// 1 when it acted) after the connection broke under its first try
-/// (`broken`), which may have run before the reply was lost. A resend that
-/// acted: done. One that found the key not ours after a first try that
-/// would have removed it: unknown, so the broken connection is reported
-/// (with what was seen), never a "not ours" that may be false.
-pub(crate) fn resent(broken: Error, again: Result<i64>, first: Resend) -> Result<bool> {
-    match (again?, first) {
-        (1, _) => Ok(true),
-        (_, Resend::Keeps) => Ok(false),
-        (_, Resend::Removes) => Err(Error::Connection(format!(
-            "{broken}; sent again, it found the lock no longer held: the first try may have \
-             released it before the connection broke, so whether this release took effect \
-             is unknown"
-        ))),
-    }
-}
-
 /// A fresh random lock token (UUID v4: 122 random bits).
 pub fn new_token() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -563,29 +527,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("timeout 0"), "{msg}");
-    }
-
-    #[test]
-    fn a_resent_release_that_finds_nothing_is_unknown_not_expired() {
-        let broken = || Error::Connection("Redis connection failed: reset".into());
-        assert_eq!(resent(broken(), Ok(1), Resend::Removes), Ok(true));
-        assert_eq!(resent(broken(), Ok(1), Resend::Keeps), Ok(true));
-        // An extend's first try leaves the key ours: "not ours" is the truth.
-        assert_eq!(resent(broken(), Ok(0), Resend::Keeps), Ok(false));
-        // A release's may have removed it: the broken connection, with what was seen.
-        let err = resent(broken(), Ok(0), Resend::Removes).unwrap_err();
-        assert_eq!(err.code(), "ERR_REDIS_CONNECTION");
-        assert!(
-            err.message().starts_with("Redis connection failed: reset;"),
-            "{err}"
-        );
-        assert!(err.message().contains("unknown"), "{err}");
-        // A resend that failed too reports its own failure.
-        let timeout = Error::Timeout("late".into());
-        assert_eq!(
-            resent(broken(), Err(timeout.clone()), Resend::Removes),
-            Err(timeout)
-        );
     }
 
     #[test]

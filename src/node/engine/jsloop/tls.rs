@@ -14,7 +14,7 @@ use rustls::{
     ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
 
-use crate::config::TlsSettings;
+use crate::transport::endpoint::TlsSettings;
 
 /// A client connection to `host` with `settings`.
 pub(crate) fn connect(settings: &TlsSettings, host: &str) -> Result<ClientConnection, String> {
@@ -25,7 +25,7 @@ pub(crate) fn connect(settings: &TlsSettings, host: &str) -> Result<ClientConnec
 }
 
 fn client_config(settings: &TlsSettings) -> Result<Arc<ClientConfig>, String> {
-    crate::connection::install_crypto_provider();
+    crate::transport::connection::install_crypto_provider();
     let mut roots = RootCertStore::empty();
     match &settings.ca {
         Some(pem) => {

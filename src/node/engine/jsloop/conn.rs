@@ -1,6 +1,6 @@
 //! One Redis connection of the JS-thread engine: a non-blocking socket
 //! polled by a `uv_poll_t` on the thread's loop, a write buffer flushed
-//! once per loop turn, and replies framed (`crate::resp`) and parsed
+//! once per loop turn, and replies framed (`crate::transport::resp`) and parsed
 //! (`redis::parse_redis_value`) in order, each to the oneshot its command
 //! is waiting on.
 //!
@@ -18,6 +18,7 @@
 //! bound to it, such as an acquire's clean-up queued behind its `SET`, still
 //! go through it; a retired connection closes once no command waits on it.
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
@@ -32,10 +33,10 @@ use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 use socket2::{Domain, SockAddr, Socket, Type};
 use tokio::sync::oneshot;
 
-use super::engine::{self, Due, Engine};
+use super::reactor::{self, Due, Engine, Polled};
 use super::uv::{self, Handle, Uv};
-use crate::config::{Address, Endpoint};
-use crate::resp;
+use crate::transport::endpoint::{Address, Endpoint};
+use crate::transport::resp;
 
 type Reply = oneshot::Sender<RedisResult<Value>>;
 
@@ -79,7 +80,7 @@ struct Pending {
 
 pub(crate) struct Conn {
     id: u64,
-    /// The endpoint's id (see `node::RedisConnection::id`) and settings.
+    /// The endpoint's id (see `node::connect::RedisConnection::id`) and settings.
     endpoint_id: u32,
     endpoint: Arc<Endpoint>,
     phase: Phase,
@@ -164,7 +165,10 @@ impl Conn {
             conn.queue_handshake(redis::cmd("SELECT").arg(endpoint.db));
         }
         let conn = Rc::new(RefCell::new(conn));
-        engine.conns.borrow_mut().insert(id, Rc::clone(&conn));
+        engine
+            .conns
+            .borrow_mut()
+            .insert(id, Rc::clone(&conn) as Rc<dyn Polled>);
         engine.current.borrow_mut().insert(endpoint_id, id);
         Conn::arm_check(&conn, engine);
         match &endpoint.address {
@@ -243,11 +247,11 @@ impl Conn {
             let answer = rx
                 .await
                 .unwrap_or_else(|_| Err((io::ErrorKind::Other, "resolver gone".into())));
-            let Some(engine) = engine::current() else {
+            let Some(engine) = reactor::current() else {
                 return;
             };
             for id in engine.lookups.finish(&key) {
-                let Some(conn) = engine.conns.borrow().get(&id).cloned() else {
+                let Some(conn) = conn_of(&engine, id) else {
                     continue; // gave up meanwhile (connect timeout)
                 };
                 match &answer {
@@ -333,7 +337,7 @@ impl Conn {
         let poll = unsafe {
             engine
                 .uv()
-                .new_poll(engine.lp, fd, engine::id_as_data(c.id))
+                .new_poll(engine.lp, fd, reactor::id_as_data(c.id))
         };
         match poll {
             Ok(handle) => {
@@ -356,7 +360,7 @@ impl Conn {
             return;
         }
         // SAFETY: `c.poll` is a live poll handle owned by this connection.
-        let started = unsafe { engine.uv().poll_start(c.poll, events, engine::on_poll) };
+        let started = unsafe { engine.uv().poll_start(c.poll, events, reactor::on_poll) };
         match started {
             Ok(()) => c.events = events,
             Err(e) => {
@@ -902,50 +906,37 @@ impl Conn {
     }
 }
 
-/// Host name lookups in flight, by host and port, with the connections
-/// waiting for each. A lookup older than `LOOKUP_FRESH` is not joined (its
-/// resolver may be stuck): a new one starts, so a hung resolver costs at
-/// most one thread per host every `LOOKUP_FRESH`.
-#[derive(Default)]
-pub(crate) struct Lookups(RefCell<std::collections::HashMap<HostPort, Lookup>>);
+/// Connection `id` of `engine`, as this file's own type (the reactor holds
+/// it as a [`Polled`]).
+fn conn_of(engine: &Engine, id: u64) -> Option<Rc<RefCell<Conn>>> {
+    let polled = engine.conns.borrow().get(&id).cloned()?;
+    polled.as_any().downcast::<RefCell<Conn>>().ok()
+}
 
-type HostPort = (String, u16);
-/// When a lookup started, and the connections waiting for it.
-type Lookup = (Instant, Vec<u64>);
-
-const LOOKUP_FRESH: std::time::Duration = std::time::Duration::from_secs(30);
-
-impl Lookups {
-    /// Adds connection `id` to the lookup of `key` in flight; `false` when
-    /// there is none (fresh enough) and the caller must start one, which
-    /// this records.
-    fn join(&self, key: &HostPort, id: u64) -> bool {
-        let mut map = self.0.borrow_mut();
-        let now = Instant::now();
-        match map.get_mut(key) {
-            Some((started, waiters)) if now.duration_since(*started) < LOOKUP_FRESH => {
-                waiters.push(id);
-                true
-            }
-            _ => {
-                map.insert(key.clone(), (now, vec![id]));
-                false
-            }
-        }
+/// What the reactor asks of a connection: the events it dispatches by id.
+impl Polled for RefCell<Conn> {
+    fn flush_turn(self: Rc<Self>, engine: &Engine) {
+        Conn::flush_turn(&self, engine);
     }
 
-    /// The connections that waited for the lookup of `key`, now answered.
-    fn finish(&self, key: &HostPort) -> Vec<u64> {
-        self.0
-            .borrow_mut()
-            .remove(key)
-            .map(|(_, waiters)| waiters)
-            .unwrap_or_default()
+    fn check_deadlines(self: Rc<Self>, engine: &Engine, now: Instant) {
+        Conn::check_deadlines(&self, engine, now);
     }
 
-    /// Lookups in flight.
-    pub(crate) fn len(&self) -> usize {
-        self.0.borrow().len()
+    fn on_ready(self: Rc<Self>, engine: &Engine, status: i32, events: i32) {
+        Conn::on_ready(&self, engine, status, events);
+    }
+
+    fn close(&self, uv: &Uv) {
+        self.borrow_mut().close(uv);
+    }
+
+    fn buffered(&self) -> usize {
+        self.borrow().buffered()
+    }
+
+    fn as_any(self: Rc<Self>) -> Rc<dyn Any> {
+        self
     }
 }
 
@@ -1002,10 +993,10 @@ impl LoopConn {
             crate::error::Error::Connection("the JavaScript environment is shutting down".into())
         };
         let (endpoint, id, wait) = {
-            let engine = engine::current().ok_or_else(unavailable)?;
+            let engine = reactor::current().ok_or_else(unavailable)?;
             let endpoint = engine.endpoint(endpoint_id)?;
             let existing = engine.current.borrow().get(&endpoint_id).copied();
-            let found = existing.and_then(|id| engine.conns.borrow().get(&id).cloned());
+            let found = existing.and_then(|id| conn_of(&engine, id));
             let conn = found.unwrap_or_else(|| Conn::open(&engine, endpoint_id, &endpoint));
             let mut c = conn.borrow_mut();
             if c.phase == Phase::Closed {
@@ -1040,20 +1031,18 @@ impl LoopConn {
         replies: usize,
         rx: impl FnMut(oneshot::Receiver<RedisResult<Value>>),
     ) -> RedisResult<()> {
-        let engine = engine::current().ok_or_else(|| {
+        let engine = reactor::current().ok_or_else(|| {
             io_err(
                 io::ErrorKind::NotConnected,
                 "the JavaScript environment is shutting down".into(),
             )
         })?;
-        let live = self
-            .conn
-            .and_then(|id| engine.conns.borrow().get(&id).cloned());
+        let live = self.conn.and_then(|id| conn_of(&engine, id));
         let conn = match live {
             Some(conn) => conn,
             None => {
                 let existing = engine.current.borrow().get(&self.endpoint_id).copied();
-                let found = existing.and_then(|id| engine.conns.borrow().get(&id).cloned());
+                let found = existing.and_then(|id| conn_of(&engine, id));
                 let conn =
                     found.unwrap_or_else(|| Conn::open(&engine, self.endpoint_id, &self.endpoint));
                 let c = conn.borrow();

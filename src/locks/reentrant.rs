@@ -21,16 +21,14 @@ use redis::aio::ConnectionLike;
 use redis::Value;
 
 use crate::error::{Error, Result};
-use crate::lock::{self, Resend, MAX_MS};
-use crate::scripts::Lua;
-use crate::timer::Timer;
-use crate::wakeups::Wakeups;
+use crate::limits::{check_not_empty, is_positive_ms, not_positive_ms};
+use crate::locks::resend::{resent, Resend};
+use crate::transport::lua::Lua;
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::{Source, Wakeups};
 
 /// node-redisson's `UnlockMessages.UNLOCK`: the message a release publishes.
 pub const UNLOCK_MESSAGE: &str = "0";
-
-/// node-redisson's event stream (`eventAdapter: 'streams'`).
-pub const EVENTS_STREAM: &str = "redisson:events";
 
 /// How a release announces itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -57,6 +55,16 @@ impl Adapter {
             other => Err(Error::InvalidArgument(format!(
                 "Invalid eventAdapter {other:?}: expected 'pubsub' or 'streams'"
             ))),
+        }
+    }
+}
+
+/// Where a waiter hears of releases announced with `a`.
+impl From<Adapter> for Source {
+    fn from(a: Adapter) -> Source {
+        match a {
+            Adapter::PubSub => Source::PubSub,
+            Adapter::Streams => Source::Streams,
         }
     }
 }
@@ -180,21 +188,14 @@ fn integer(v: &Value, what: &str) -> Result<i64> {
 }
 
 fn check_name(name: &str) -> Result<()> {
-    if name.is_empty() {
-        return Err(Error::InvalidArgument(
-            "Invalid lock name \"\": the name must be a non-empty string".into(),
-        ));
-    }
-    Ok(())
+    check_not_empty("name", name)
 }
 
 fn check_ms(ms: u64, what: &str) -> Result<()> {
-    if ms == 0 || ms > MAX_MS {
-        return Err(Error::InvalidArgument(format!(
-            "Invalid {what} {ms}: expected a positive integer number of milliseconds"
-        )));
+    match is_positive_ms(ms) {
+        true => Ok(()),
+        false => Err(not_positive_ms(what, ms)),
     }
-    Ok(())
 }
 
 /// One attempt on checked arguments (`lease` already as text): `None` when
@@ -425,7 +426,7 @@ pub async fn force_unlock<C: ConnectionLike>(
         // A first try that deleted the lock leaves a resend nothing to delete.
         Err(broken @ Error::Connection(_)) => {
             let again = eval(conn, lua, &keys, &args).await.map_err(Error::from);
-            lock::resent(broken, again.and_then(deleted), Resend::Removes)
+            resent(broken, again.and_then(deleted), Resend::Removes)
         }
         reply => Ok(deleted(reply?)? == 1),
     }

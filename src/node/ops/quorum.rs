@@ -8,26 +8,26 @@ use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 
-use super::done::Reply;
-// The option bits a quorum lock takes (KEEP, WAKE) are lockx's.
-use super::lockx::{CancelSlot, KEEP, WAKE};
-use super::redisson::{poke, rt, wakeups};
-use super::Target;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
-use crate::lock::AcquireOptions;
-use crate::quorum::{self, QuorumOptions, Report, Step};
-use crate::timer::Timer;
-use crate::wakeups::Source;
+use crate::limits;
+use crate::locks::keys::{companion, RELEASED_SUFFIX};
+use crate::locks::quorum::{self, QuorumOptions, Report, Step};
+use crate::locks::token::AcquireOptions;
+use crate::node::cancels::{cancel_slot_at, CancelSlot};
+use crate::node::envs::watch;
+use crate::node::runtime::rt;
+use crate::node::targets::Target;
+use crate::node::wake::{poke, wakeups};
+use crate::node::wire::codes::bits::{KEEP, WAKE};
+use crate::node::wire::codes::quorum::{ACQUIRE, EXTEND, RELEASE};
+use crate::node::wire::done::Reply;
+use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::Source;
 
-/// The operation codes JavaScript passes (lib/quorum.js).
-const ACQUIRE: u32 = 0;
-const RELEASE: u32 = 1;
-const EXTEND: u32 = 2;
-
-/// The release channel of `key` (as for one server: lockx.rs).
+/// The release channel of `key` (as for one server: ops/lockx.rs).
 fn channel(key: &str) -> Result<String> {
-    crate::keys::companion(key, super::lockx::RELEASED_SUFFIX, "release channel")
+    companion(key, RELEASED_SUFFIX, "release channel")
 }
 
 /// The keeper's name for a quorum lock: its key and token on the first
@@ -40,13 +40,8 @@ fn held(targets: &[Arc<Target>], key: &str, token: &str) -> Result<Held> {
 }
 
 fn bits(x: f64) -> Result<u32> {
-    if x.is_finite() && x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0 {
-        Ok(x as u32)
-    } else {
-        Err(Error::InvalidArgument(
-            "invalid lock operation arguments".into(),
-        ))
-    }
+    limits::whole_u32(x)
+        .ok_or_else(|| Error::InvalidArgument("invalid lock operation arguments".into()))
 }
 
 /// The server timeout: `requested` ms (0: the default, `max(50, ttl /
@@ -57,9 +52,7 @@ fn server_timeout(requested: f64, ttl_ms: u64, targets: &[Arc<Target>]) -> Resul
     } else if requested.is_finite() && requested >= 1.0 && requested.fract() == 0.0 {
         requested.min(u32::MAX as f64) as u64
     } else {
-        return Err(Error::InvalidArgument(format!(
-            "Invalid serverTimeout {requested}: expected a positive integer number of milliseconds"
-        )));
+        return Err(limits::not_positive_ms("serverTimeout", requested));
     };
     let cap = targets
         .iter()
@@ -118,7 +111,7 @@ where
             let flags = bits(num(5))?;
             let keep = flags & KEEP != 0;
             // Waiters only: one attempt never waits.
-            let waits = !matches!(opts.retries, crate::lock::Retries::Count(0));
+            let waits = !matches!(opts.retries, crate::waiting::retry::Retries::Count(0));
             let (sources, channel) = match flags & WAKE != 0 && waits {
                 true => {
                     let sources = targets
@@ -131,11 +124,11 @@ where
             };
             let wake = channel.as_deref().map(|c| (&sources[..], c));
             let watch = match keep {
-                true => Some(super::lockx::watch(
+                true => Some(watch(
                     bits(num(7))?,
                     bits(num(6))?,
-                    crate::lock::positive_int(num(8)).unwrap_or(30_000),
-                    crate::lock::positive_int(num(9)).unwrap_or(0),
+                    limits::positive_int(num(8)).unwrap_or(30_000),
+                    limits::positive_int(num(9)).unwrap_or(0),
                 )?),
                 false => None,
             };
@@ -162,7 +155,7 @@ where
             (Step::Acquire, report)
         }
         EXTEND => {
-            let ms = crate::lock::extension_from_number(num(0))?;
+            let ms = limits::extension_from_number(num(0))?;
             let within = server_timeout(num(1), ms, &targets)?;
             let paused = match bits(num(2))? & KEEP {
                 0 => None,
@@ -178,7 +171,7 @@ where
             (Step::Extend, report)
         }
         RELEASE => {
-            let ttl = crate::lock::positive_int(num(0)).unwrap_or(10_000);
+            let ttl = limits::positive_int(num(0)).unwrap_or(10_000);
             let within = server_timeout(num(1), ttl, &targets)?;
             let flags = bits(num(2))?;
             let paused = match flags & KEEP {
@@ -236,14 +229,9 @@ fn encode(report: &Report, step: Step) -> String {
 }
 
 /// Registers an acquire's cancel id (`nums[10]`, environment `nums[7]`)
-/// before it starts, as `lockx::cancel_slot` does.
+/// before it starts, as the redislock face's `cancel_slot` does.
 pub(crate) fn cancel_slot(op: u32, nums: &[f64]) -> Option<CancelSlot> {
     (op == ACQUIRE)
-        .then(|| super::lockx::cancel_slot_at(nums, 7, 10))
+        .then(|| cancel_slot_at(nums, 7, 10))
         .flatten()
-}
-
-/// The targets of `endpoints`, in order.
-pub(crate) fn targets(endpoints: &[u32]) -> Result<Vec<Arc<Target>>> {
-    endpoints.iter().map(|&e| super::target(e)).collect()
 }

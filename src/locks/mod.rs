@@ -1,0 +1,13 @@
+//! One file per lock kind, each with its scripts and one attempt: `token`
+//! (redislock's `SET NX` lock, with fencing and announced releases),
+//! `reentrant` (Redisson's hash lock), `quorum` (Redlock over several
+//! servers); beside them `replicas` (`WAIT` for replica acknowledgement),
+//! `keys` (helper keys in the lock key's hash slot) and `resend` (what a
+//! command sent again after a broken connection may conclude).
+
+pub mod keys;
+pub mod quorum;
+pub mod reentrant;
+pub mod replicas;
+pub(crate) mod resend;
+pub mod token;

@@ -1,0 +1,10 @@
+//! The engines that run the operations: `tokio` (a dedicated thread; the
+//! fallback, Redis Cluster, lanes) and `jsloop` (the caller's own libuv
+//! loop, the request path on Node).
+
+// The napi registrations are what use the JS-thread engine; a `cargo test`
+// build of the lib has none.
+#[cfg_attr(test, allow(dead_code))]
+#[cfg(unix)]
+mod jsloop;
+mod tokio;

@@ -1,0 +1,78 @@
+//! The keeper's environment registry: each JavaScript environment (the
+//! main thread, each worker) has a [`Liveness`] (its heartbeat, and the
+//! losses it has yet to collect), by the id JavaScript holds.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::keeper::{self, Liveness, Watch};
+use crate::node::cancels;
+
+/// Every live JavaScript environment's [`Liveness`], by the id JavaScript
+/// holds; an environment's entry goes with it ([`end_env`]), and its id is
+/// not given out again.
+#[derive(Default)]
+struct Envs {
+    by_id: HashMap<u32, Arc<Liveness>>,
+    next: u32,
+}
+
+static ENVS: LazyLock<Mutex<Envs>> = LazyLock::new(Mutex::default);
+
+fn envs() -> std::sync::MutexGuard<'static, Envs> {
+    ENVS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The keeper's bounds for JavaScript's hold `hold` in environment `env`
+/// (`max_hold_ms` 0: none).
+pub(crate) fn watch(env: u32, hold: u32, max_lag_ms: u64, max_hold_ms: u64) -> Result<Watch> {
+    Ok(Watch {
+        liveness: liveness(env)?,
+        hold,
+        max_lag: Duration::from_millis(max_lag_ms),
+        max_hold: (max_hold_ms > 0).then(|| Duration::from_millis(max_hold_ms)),
+    })
+}
+
+pub(crate) fn liveness(env: u32) -> Result<Arc<Liveness>> {
+    envs()
+        .by_id
+        .get(&env)
+        .cloned()
+        .ok_or_else(|| Error::InvalidArgument(format!("unknown keeper environment {env}")))
+}
+
+/// A new environment's id.
+pub(crate) fn new_env() -> u32 {
+    let mut envs = envs();
+    let mut id = envs.next;
+    while envs.by_id.contains_key(&id) {
+        id = id.wrapping_add(1);
+    }
+    envs.next = id.wrapping_add(1);
+    envs.by_id.insert(id, Liveness::new());
+    id
+}
+
+/// Environment `env` is torn down (its cleanup hook): its leases stop at
+/// once (their keys expire by TTL), its acquires still waiting are
+/// cancelled, and its state is freed.
+pub(crate) fn end_env(env: u32) {
+    let removed = envs().by_id.remove(&env);
+    if let Some(l) = removed {
+        keeper::end(&l);
+    }
+    cancels::cancel_env(env);
+}
+
+/// Beats `env`'s heart and collects its losses, flat: hold, reason, ...
+pub(crate) fn poll(env: u32) -> Result<Vec<u32>> {
+    let l = liveness(env)?;
+    l.beat();
+    Ok(l.drain()
+        .into_iter()
+        .flat_map(|(hold, why)| [hold, why as u32])
+        .collect())
+}

@@ -1,0 +1,30 @@
+//! A target's wake-up sources, made on first use on the tokio runtime, and
+//! pokes: a release made in this process wakes a waiter here at once.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::node::runtime::rt;
+use crate::node::targets::Target;
+use crate::waiting::wakeups::{Source, Wakeups};
+
+/// `target`'s wake-up source from `source`, made on first use.
+pub(crate) fn wakeups(target: &Target, source: impl Into<Source>) -> Result<Arc<Wakeups>> {
+    let source = source.into();
+    let slot = &target.wakeups[source.index()];
+    if let Some(w) = slot.get() {
+        return Ok(Arc::clone(w));
+    }
+    let rt = rt()?;
+    Ok(Arc::clone(slot.get_or_init(|| {
+        Wakeups::new(&target.endpoint, source, rt)
+    })))
+}
+
+/// Wakes one waiter of this process on `channel` (a release just made here),
+/// if any waits: see `Wakeups::poke`.
+pub(crate) fn poke(target: &Target, source: impl Into<Source>, channel: &str) {
+    if let Some(w) = target.wakeups[source.into().index()].get() {
+        w.poke(channel);
+    }
+}

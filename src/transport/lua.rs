@@ -1,0 +1,53 @@
+//! The one way a Lua script is run: by `EVALSHA`, and when Redis answers
+//! NOSCRIPT, by `EVAL` with the body, as redislock's redis-evalsha does.
+//! The scripts themselves belong to their lock kinds (`locks::token` has
+//! redislock 1.3.0's byte for byte, `locks::reentrant` the Redisson face's).
+
+use redis::aio::ConnectionLike;
+use redis::{Cmd, ErrorKind, FromRedisValue, Script, ServerErrorKind};
+
+/// A script's body with its hash.
+pub struct Lua {
+    pub body: String,
+    script: Script,
+}
+
+impl Lua {
+    pub fn new(body: impl Into<String>) -> Lua {
+        let body = body.into();
+        let script = Script::new(&body);
+        Lua { body, script }
+    }
+
+    pub fn hash(&self) -> &str {
+        self.script.get_hash()
+    }
+
+    /// Runs the script: `EVALSHA hash <rest>`, and on NOSCRIPT `EVAL body
+    /// <rest>`. `rest` appends numkeys, the keys and the arguments; `size`
+    /// is the command's (argument count, bytes) besides the verb and
+    /// script, so it is allocated once.
+    pub async fn eval<C, T>(
+        &self,
+        conn: &mut C,
+        size: (usize, usize),
+        rest: impl Fn(&mut Cmd),
+    ) -> redis::RedisResult<T>
+    where
+        C: ConnectionLike,
+        T: FromRedisValue,
+    {
+        let build = |verb: &str, script: &str| {
+            let mut cmd = Cmd::with_capacity(2 + size.0, verb.len() + script.len() + size.1);
+            cmd.arg(verb).arg(script);
+            rest(&mut cmd);
+            cmd
+        };
+        match build("EVALSHA", self.hash()).query_async(conn).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                build("EVAL", &self.body).query_async(conn).await
+            }
+            other => other,
+        }
+    }
+}

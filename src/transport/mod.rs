@@ -1,0 +1,12 @@
+//! Reaching Redis and exchanging commands; knows no lock. `endpoint` names
+//! a server (URL, options, TLS, Cluster, Sentinel), `sentinel` asks the
+//! sentinels for the primary, `connection` is the tokio engine's shared,
+//! self-healing connection with `batch` writing its commands in batches,
+//! `resp` frames replies for the JS-thread engine, and `lua` runs scripts.
+
+pub(crate) mod batch;
+pub mod connection;
+pub mod endpoint;
+pub mod lua;
+pub mod resp;
+mod sentinel;
