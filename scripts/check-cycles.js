@@ -92,6 +92,7 @@ function rustGraph () {
     const text = code(fs.readFileSync(file, 'utf8'))
     const deps = new Set()
     const add = (segments) => {
+      if (segments.length === 0) return // an extern crate's path: no edge
       const target = moduleOf(segments)
       if (target !== null && target !== name) deps.add(modules.get(target))
     }

@@ -8,7 +8,7 @@
 //! built with the default `node` feature.
 
 // Every unsafe operation sits in an `unsafe` block of its own, with the
-// reason it is sound beside it, also inside `unsafe fn`s.
+// reason it is sound beside it, also inside unsafe functions.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod error;

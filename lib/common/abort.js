@@ -3,7 +3,7 @@
 /**
  * `acquire(key, { signal })` for both lock kinds: reading the option, and
  * racing the native wait with the signal. An abort rejects at once and
- * cancels the native wait (src/cancel.rs); if the attempt in flight wins
+ * cancels the native wait (src/waiting/cancel.rs); if the attempt in flight wins
  * anyway, the lock's settle function sees `ctx.aborted` and gives it back.
  */
 

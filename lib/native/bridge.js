@@ -7,10 +7,10 @@
  * hands each outcome to the operation's `settle` function.
  *
  * Two engines, one interface (`acquire`/`release`/`extend` with an id):
- * - `LoopEngine` (src/node/jsloop): the JS-thread engine. The operation runs
+ * - `LoopEngine` (src/node/engine/jsloop): the JS-thread engine. The operation runs
  *   on this thread's own libuv loop, crossing no thread. The default on Node
  *   (TCP, Unix sockets and TLS).
- * - `Completer` (src/node/completer.rs): the tokio engine, on a dedicated
+ * - `Completer` (src/node/engine/tokio.rs): the tokio engine, on a dedicated
  *   Rust thread. The fallback where libuv cannot be used (Bun, Deno,
  *   Windows), and when `REDISLOCK_RS_ENGINE=tokio`.
  *

@@ -2,8 +2,8 @@
 
 /**
  * The operation codes and option bits the native lock operations take:
- * the token and quorum locks' (src/node/lockx.rs, src/node/quorum.rs) and
- * the Redisson lock's (src/node/redisson.rs).
+ * the token and quorum locks' (src/node/ops/lockx.rs, src/node/ops/quorum.rs, src/node/wire/codes.rs) and
+ * the Redisson lock's (src/node/ops/redisson.rs).
  */
 
 module.exports = {

@@ -2,7 +2,7 @@
 
 /**
  * The numbers a native lock call takes, slot by slot: stated once here for
- * every caller (src/node/lockx.rs reads them by position).
+ * every caller (src/node/ops/lockx.rs reads them by position).
  */
 
 /**

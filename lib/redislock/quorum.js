@@ -4,7 +4,7 @@
  * Redlock: `createLock([a, b, c, …], options)` — one lock on several
  * independent Redis servers, with redislock's API (acquire / release /
  * extend, callbacks, Bluebird promises, the three error classes). The
- * algorithm runs in Rust (src/quorum.rs); here are the lock's state and
+ * algorithm runs in Rust (src/locks/quorum.rs); here are the lock's state and
  * the errors, which say what every server did (`err.servers`).
  */
 
@@ -214,7 +214,7 @@ class QuorumLock {
   }
 
   /**
-   * Takes the lock on a majority of the servers (see src/quorum.rs).
+   * Takes the lock on a majority of the servers (see src/locks/quorum.rs).
    * `options` (in place of the callback, which may follow it): `{ signal }`,
    * an AbortSignal that ends the wait at once.
    */

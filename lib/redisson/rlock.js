@@ -3,8 +3,8 @@
 /**
  * node-redisson 1.0.4's reentrant lock (`redisson.getLock(name, clientId)`)
  * over the native core: one native call per operation. Waiting, wake-ups on
- * release and the watchdog's renewals run in Rust (src/reentrant.rs,
- * src/wakeups.rs, src/keeper.rs); here are node-redisson's argument rules,
+ * release and the watchdog's renewals run in Rust (src/locks/reentrant.rs,
+ * src/waiting/wakeups.rs, src/keeper.rs); here are node-redisson's argument rules,
  * names and errors.
  */
 

@@ -1,6 +1,6 @@
 //! The tokio engine (the fallback on Bun, Deno and Windows; Redis Cluster;
 //! replica lanes): `Completer` runs operations on the dedicated tokio
-//! thread and reports them to lib/operations.js in batched completions.
+//! thread and reports them to lib/native/bridge.js in batched completions.
 //!
 //! A napi `async fn` creates a threadsafe function, a deferred and a promise
 //! per call, and wakes the JavaScript thread once per settled call. Here

@@ -203,7 +203,7 @@ where
     Ok(Reply::With(encode(&report, step)))
 }
 
-/// The report as JavaScript reads it (lib/quorum.js): a first line
+/// The report as JavaScript reads it (lib/redislock/quorum.js): a first line
 /// `<granted 0|1> <validity ms> <attempts>`, then one line per server,
 /// `<outcome>` or `<outcome>\t<error message>` (tabs and newlines in the
 /// message replaced by spaces).

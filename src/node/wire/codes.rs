@@ -1,7 +1,7 @@
 //! The operation codes and option bits JavaScript passes with each
 //! operation, per face (lib/ has the other half of each table).
 
-/// The redislock face's options beyond redislock 1.3.0 (lib/lock.js).
+/// The redislock face's options beyond redislock 1.3.0 (lib/redislock/lock.js, lib/native/codes.js).
 pub(crate) mod lockx {
     pub(crate) const ACQUIRE: u32 = 0;
     pub(crate) const RELEASE: u32 = 1;
@@ -9,7 +9,7 @@ pub(crate) mod lockx {
     pub(crate) const INSPECT: u32 = 3;
 }
 
-/// Redlock (lib/quorum.js).
+/// Redlock (lib/redislock/quorum.js).
 pub(crate) mod quorum {
     pub(crate) const ACQUIRE: u32 = 0;
     pub(crate) const RELEASE: u32 = 1;

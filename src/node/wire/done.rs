@@ -3,7 +3,7 @@
 //! (0 = false, 1 = true, 2 = error, whose `[CODE] message` is the next
 //! string in `errors`, 3 = true with a value, the next string in `errors`:
 //! a fencing token, a Redisson unlock that released the last hold; see
-//! lib/operations.js). Written once, here.
+//! lib/native/bridge.js). Written once, here.
 
 use napi::bindgen_prelude::FnArgs;
 

@@ -139,9 +139,9 @@ impl LoopEngine {
         let raw_env = env.raw();
         let mut on_done_ref = ptr::null_mut();
         let mut context = ptr::null_mut();
-        // SAFETY: inside a napi call on this environment's thread, its handle scope open;
-        // the weak reference and the async context are released in the cleanup hook, or
-        // right here when a later step fails.
+        // The weak reference and the async context made here are released in the
+        // cleanup hook, or right here when a later step fails.
+        // SAFETY: inside a napi call on this environment's thread, its handle scope open.
         unsafe {
             let func = Function::<DoneArgs, ()>::to_napi_value(raw_env, on_done)?;
             check(sys::napi_create_reference(

@@ -216,10 +216,9 @@ pub(crate) fn start(lp: *mut Loop) -> Result<Rc<Engine>, String> {
         processing: AtomicBool::new(false),
         wake: Mutex::new(None),
     });
-    // SAFETY: `lp` is this thread's loop (from napi_get_uv_event_loop in
-    // the calling environment). Each handle is closed once: right here when a
-    // later one cannot be made (the engine then never exists), else in
-    // `shut_down`.
+    // Each handle is closed once: right here when a later one cannot be made
+    // (the engine then never exists), else in `shut_down`.
+    // SAFETY: `lp` is this thread's loop (napi_get_uv_event_loop, this env).
     let (timer, prepare, wake) = unsafe {
         let timer = uv.new_timer(lp, std::ptr::null_mut())?;
         let prepare = match uv.new_prepare(lp, std::ptr::null_mut()) {

@@ -115,7 +115,7 @@ impl Uv {
     /// Frees a handle allocated by [`Uv::alloc`] for `kind`.
     ///
     /// # Safety
-    /// `handle` came from `alloc(kind)`, is closed (its close callback is
+    /// SAFETY (caller): `handle` came from `alloc(kind)`, is closed (its close callback is
     /// running, or it was never initialised) and is not used again.
     pub unsafe fn free(&self, handle: *mut Handle, kind: c_int) {
         // SAFETY: uv_handle_size only reads its argument.
@@ -132,7 +132,7 @@ impl Uv {
     /// on this thread's loop.
     ///
     /// # Safety
-    /// `init` initialises a handle of `kind` on the calling thread's loop.
+    /// SAFETY (caller): `init` initialises a handle of `kind` on the calling thread's loop.
     unsafe fn new_handle(
         &self,
         kind: c_int,
@@ -154,7 +154,7 @@ impl Uv {
     }
 
     /// # Safety
-    /// `lp` is the calling thread's loop.
+    /// SAFETY (caller): `lp` is the calling thread's loop.
     pub unsafe fn new_timer(
         &self,
         lp: *mut Loop,
@@ -165,7 +165,7 @@ impl Uv {
     }
 
     /// # Safety
-    /// `lp` is the calling thread's loop.
+    /// SAFETY (caller): `lp` is the calling thread's loop.
     pub unsafe fn new_prepare(
         &self,
         lp: *mut Loop,
@@ -176,7 +176,7 @@ impl Uv {
     }
 
     /// # Safety
-    /// `lp` is the calling thread's loop.
+    /// SAFETY (caller): `lp` is the calling thread's loop.
     pub unsafe fn new_async(
         &self,
         lp: *mut Loop,
@@ -188,7 +188,7 @@ impl Uv {
     }
 
     /// # Safety
-    /// `lp` is the calling thread's loop; `fd` is an open socket that stays
+    /// SAFETY (caller): `lp` is the calling thread's loop; `fd` is an open socket that stays
     /// open until this handle is closed.
     pub unsafe fn new_poll(
         &self,
@@ -201,14 +201,14 @@ impl Uv {
     }
 
     /// # Safety
-    /// `h` is a live handle.
+    /// SAFETY (caller): `h` is a live handle.
     pub unsafe fn data(&self, h: *const Handle) -> *mut c_void {
         // SAFETY: reads the data field of a live handle (caller).
         unsafe { (self.get_data)(h) }
     }
 
     /// # Safety
-    /// `h` is a live poll handle of this thread's loop.
+    /// SAFETY (caller): `h` is a live poll handle of this thread's loop.
     pub unsafe fn poll_start(
         &self,
         h: *mut Handle,
@@ -220,21 +220,21 @@ impl Uv {
     }
 
     /// # Safety
-    /// `h` is a live timer handle of this thread's loop.
+    /// SAFETY (caller): `h` is a live timer handle of this thread's loop.
     pub unsafe fn timer_start(&self, h: *mut Handle, cb: PlainCb, ms: u64) {
         // SAFETY: a live timer handle (caller); `cb` is a plain extern fn.
         unsafe { (self.timer_start)(h, cb, ms, 0) };
     }
 
     /// # Safety
-    /// `h` is a live prepare handle of this thread's loop.
+    /// SAFETY (caller): `h` is a live prepare handle of this thread's loop.
     pub unsafe fn prepare_start(&self, h: *mut Handle, cb: PlainCb) {
         // SAFETY: a live prepare handle (caller); `cb` is a plain extern fn.
         unsafe { (self.prepare_start)(h, cb) };
     }
 
     /// # Safety
-    /// `h` is a live prepare handle of this thread's loop.
+    /// SAFETY (caller): `h` is a live prepare handle of this thread's loop.
     pub unsafe fn prepare_stop(&self, h: *mut Handle) {
         // SAFETY: a live prepare handle (caller).
         unsafe { (self.prepare_stop)(h) };
@@ -243,7 +243,7 @@ impl Uv {
     /// Thread-safe wake-up of the loop that owns `h`.
     ///
     /// # Safety
-    /// `h` is a live async handle (not yet closed).
+    /// SAFETY (caller): `h` is a live async handle (not yet closed).
     pub unsafe fn async_send(&self, h: *mut Handle) {
         // SAFETY: libuv makes uv_async_send safe from any thread on a live async
         // handle, which the caller guarantees.
@@ -253,7 +253,7 @@ impl Uv {
     /// Starts closing `h`; `cb` runs on a later loop turn and must free it.
     ///
     /// # Safety
-    /// `h` is a live handle of this thread's loop, not already closing.
+    /// SAFETY (caller): `h` is a live handle of this thread's loop, not already closing.
     pub unsafe fn close(&self, h: *mut Handle, cb: CloseCb) {
         // SAFETY: a live handle not yet closing (caller); `cb` frees it, once.
         unsafe { (self.close)(h, Some(cb)) };
