@@ -1,12 +1,19 @@
 //! The JS-thread engine: lock operations run on the calling thread's own
 //! libuv loop, so an operation crosses no thread. `LoopEngine` is its napi
 //! face, with the same methods as the tokio engine's `Completer`; see
-//! reactor.rs for the loop's state and conn.rs for the connections.
+//! reactor.rs for the loop's state, conn.rs for the connections and
+//! loopconn.rs for the `ConnectionLike` the operations run on.
 
+mod batch;
 mod conn;
+mod connect;
+mod dispatch;
 mod lookups;
+mod loopconn;
+mod pending;
 mod reactor;
 mod tls;
+mod transport;
 mod uv;
 
 use std::cell::RefCell;
@@ -21,7 +28,7 @@ use crate::locks::token::{self, AcquireOptions};
 use crate::node::ops::{lockx, quorum, redisson};
 use crate::node::targets::{target, targets};
 use crate::node::wire::done::{Done, DoneArgs, Outcome};
-use conn::LoopConn;
+use loopconn::LoopConn;
 use reactor::{LoopTimer, Sink};
 
 /// One environment's `onDone`, held weakly, and the async context its

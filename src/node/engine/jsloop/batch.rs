@@ -1,0 +1,119 @@
+//! Write batching for one connection: the output buffer and the turn's
+//! command counts that decide when it is written (at the turn's end, or
+//! early once enough commands wait).
+
+use super::transport::{READ_CHUNK, SHRINK_ABOVE};
+
+/// When to write before the turn ends: once a quarter of the previous
+/// turn's commands (at least 4) are waiting. JavaScript issues a turn's
+/// commands one after another (Bluebird settles a whole batch in one check
+/// phase); written all at the end, Redis waits for the whole batch while this
+/// thread issues it, and then this thread waits for Redis. Written in
+/// quarters, the two work at the same time. Measured on this 2-vCPU VM
+/// (benchmark/NOTES.md, §8 item 9): 128 workers ~113k -> ~170-226k
+/// cycles/s, 16 workers ~51k -> ~74-122k; a divisor of 2 or 8 did worse.
+const EARLY_DIVISOR: usize = 4;
+const EARLY_MIN: usize = 4;
+
+fn early_after(last_turn: usize) -> usize {
+    (last_turn / EARLY_DIVISOR).max(EARLY_MIN)
+}
+
+/// Commands packed for the socket, and how many went out.
+pub(super) struct Batch {
+    out: Vec<u8>,
+    written: usize,
+    /// Queued for the engine's next flush.
+    flush_queued: bool,
+    /// Commands queued this turn, in the previous turn, and not yet written.
+    turn_cmds: usize,
+    last_turn_cmds: usize,
+    unsent_cmds: usize,
+}
+
+/// What queuing a command asks of the connection.
+pub(super) struct Queued {
+    /// Put it on the engine's end-of-turn flush (once per turn).
+    pub(super) flush_at_turn_end: bool,
+    /// Write now: enough commands wait that Redis can start on them while
+    /// this thread issues the rest.
+    pub(super) write_now: bool,
+}
+
+impl Batch {
+    pub(super) fn new() -> Batch {
+        Batch {
+            out: Vec::with_capacity(READ_CHUNK),
+            written: 0,
+            flush_queued: false,
+            turn_cmds: 0,
+            last_turn_cmds: 0,
+            unsent_cmds: 0,
+        }
+    }
+
+    /// The buffer to pack commands into (behind what is not yet written).
+    pub(super) fn out(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
+    /// One command was packed into [`Batch::out`]; `open` when the
+    /// connection can write.
+    pub(super) fn queued(&mut self, open: bool) -> Queued {
+        // One flush per connection per turn, however many commands.
+        let flush_at_turn_end = open && !std::mem::replace(&mut self.flush_queued, true);
+        self.turn_cmds += 1;
+        self.unsent_cmds += 1;
+        // Early write: a quarter of the last turn's commands are waiting, so
+        // Redis can start on them while this thread issues the rest.
+        let write_now = open && self.unsent_cmds >= early_after(self.last_turn_cmds);
+        Queued {
+            flush_at_turn_end,
+            write_now,
+        }
+    }
+
+    /// The end-of-turn flush closes the turn's command count.
+    pub(super) fn end_turn(&mut self) {
+        self.flush_queued = false;
+        self.last_turn_cmds = std::mem::take(&mut self.turn_cmds);
+    }
+
+    /// A write is about to be tried: every command queued so far is its.
+    pub(super) fn writing(&mut self) {
+        self.unsent_cmds = 0;
+    }
+
+    /// The buffer and how much of it was written, for a transport to
+    /// write the rest of.
+    pub(super) fn parts(&mut self) -> (&[u8], &mut usize) {
+        (&self.out, &mut self.written)
+    }
+
+    /// Bytes packed and not yet written.
+    pub(super) fn has_unwritten(&self) -> bool {
+        self.written < self.out.len()
+    }
+
+    pub(super) fn capacity(&self) -> usize {
+        self.out.capacity()
+    }
+
+    /// Drops what was written from the front of the buffer: all of it once
+    /// drained, else once the written part is the larger half (so a socket
+    /// that keeps up only partly does not grow the buffer without end). A
+    /// buffer a spike grew is given back once drained.
+    pub(super) fn compact(&mut self) {
+        let (out, written) = (&mut self.out, &mut self.written);
+        if *written == out.len() {
+            out.clear();
+            *written = 0;
+            if out.capacity() > SHRINK_ABOVE {
+                out.shrink_to(READ_CHUNK);
+            }
+        } else if *written > out.len() / 2 {
+            out.drain(..*written);
+            *written = 0;
+        }
+    }
+}
