@@ -581,7 +581,7 @@ impl Conn {
         let tls_pending = c
             .transport
             .as_ref()
-            .is_some_and(|t| t.wants_write(unwritten));
+            .is_some_and(|t| t.flush_after_read(unwritten));
         let retired_idle = c.retired && c.pending.idle();
         let (id, endpoint) = (c.id, c.endpoint_id);
         drop(c);

@@ -1,4 +1,4 @@
-//! TLS for the JS-thread engine: rustls is sans-I/O, so the connection
+//! TLS for the JS-thread engine: rustls is sans-I/O, so transport.rs
 //! drives it from readiness events (`read_tls` / `process_new_packets` /
 //! `write_tls`, as in rustls's `tlsclient-mio` example). Here: the client
 //! configuration from an endpoint's [`TlsSettings`], with the tokio

@@ -5,7 +5,7 @@
 //!
 //! The TLS rules (issue 18): plaintext goes in only after the handshake;
 //! every write pass must move bytes; and the read side resumes the commands
-//! held back for the handshake once it is done (see [`Transport::wants_write`]).
+//! held back for the handshake once it is done (see [`Transport::flush_after_read`]).
 
 use std::io;
 
@@ -61,7 +61,7 @@ impl Transport {
     /// After a read: TLS has something to send now (its handshake), or is
     /// done with it, so that the commands held back for it (`unwritten`)
     /// can go. Plain never needs this: its commands were never held.
-    pub(super) fn wants_write(&self, unwritten: bool) -> bool {
+    pub(super) fn flush_after_read(&self, unwritten: bool) -> bool {
         match self {
             Transport::Plain(_) => false,
             Transport::Tls(_, tls) => tls.wants_write() || (!tls.is_handshaking() && unwritten),
@@ -80,7 +80,7 @@ impl Transport {
     /// Writes `out[*written..]`, advancing `written`; `Ok(true)` when the
     /// socket has nothing more to take now. (Over TLS, commands may still
     /// wait for the handshake: the read side resumes them, see
-    /// [`Transport::wants_write`].)
+    /// [`Transport::flush_after_read`].)
     pub(super) fn write(&mut self, out: &[u8], written: &mut usize) -> Result<bool, Failure> {
         match self {
             Transport::Plain(sock) => write_plain(sock, out, written),
