@@ -11,6 +11,12 @@ const assert = require('node:assert')
 /** Resolves after `ms`. */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** Blocks this thread (its event loop) for `ms`: a busy wait, no timers run. */
+function block (ms) {
+  const until = Date.now() + ms
+  while (Date.now() < until);
+}
+
 /**
  * Settles `promise` within `limitMs`, timing it: resolves to `{ value, ms }`
  * or `{ err, ms }`; fails (instead of hanging) with
@@ -43,4 +49,4 @@ function assertFailed (result, ErrorClass, what) {
     `${what}: expected ${ErrorClass.name}, got ${result.err && result.err.name}: ${result.err && result.err.message}`)
 }
 
-module.exports = { sleep, settle, settleAll, assertFailed }
+module.exports = { sleep, block, settle, settleAll, assertFailed }
