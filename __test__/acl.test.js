@@ -13,7 +13,7 @@ const util = require('util')
 const { execFile } = require('child_process')
 const path = require('path')
 const Redis = require('ioredis')
-const { startRedis, freePort } = require('./helpers/redis')
+const { startRedis, freePort, withClient } = require('./helpers/redis')
 const redislock = require('..')
 const { LockAcquisitionError } = redislock
 
@@ -34,12 +34,12 @@ describe('ACL users', () => {
   let srv, admin
   before(async () => {
     srv = await startRedis()
-    const setup = new Redis({ port: srv.port, host: '127.0.0.1' })
-    await setup.call('ACL', 'SETUSER', 'admin', 'on', '>adminpw', '~*', '+@all')
-    await setup.call('ACL', 'SETUSER', 'alice', 'on', `>${PASSWORD}`, '~*', '+@all')
-    await setup.call('ACL', 'SETUSER', 'bob', 'on', '>bobpw', '~lock:*', '+@all')
-    await setup.call('ACL', 'SETUSER', 'default', 'off')
-    setup.disconnect()
+    await withClient({}, srv.port, async (setup) => {
+      await setup.call('ACL', 'SETUSER', 'admin', 'on', '>adminpw', '~*', '+@all')
+      await setup.call('ACL', 'SETUSER', 'alice', 'on', `>${PASSWORD}`, '~*', '+@all')
+      await setup.call('ACL', 'SETUSER', 'bob', 'on', '>bobpw', '~lock:*', '+@all')
+      await setup.call('ACL', 'SETUSER', 'default', 'off')
+    })
     admin = new Redis({ port: srv.port, host: '127.0.0.1', username: 'admin', password: 'adminpw' })
     await admin.ping()
   })

@@ -6,17 +6,16 @@
  * unreachable Redis, and the ESM entry point.
  */
 
-const { test, before, after } = require('node:test')
+const { test } = require('node:test')
 const assert = require('node:assert/strict')
-const { startRedis, freePort } = require('./helpers/redis')
+const { useRedis, freePort } = require('./helpers/redis')
 const redislock = require('..')
+const { sleep } = require('./helpers/wait')
 
 const { createLock, setDefaults, LockAcquisitionError, LockReleaseError, LockExtendError } = redislock
 
-let server
+const redis = useRedis()
 
-before(async () => { server = await startRedis() })
-after(async () => { await server.stop() })
 
 test('exports redislock\'s surface, and beyond it exactly using, inspect and LockLostError', () => {
   const ours = Object.keys(redislock)
@@ -44,11 +43,11 @@ test('createLock rejects unusable clients with a TypeError that says what a clie
 })
 
 test('createLock rejects options that are not an object', () => {
-  assert.throws(() => createLock(server.url, 'fast'), TypeError)
+  assert.throws(() => createLock(redis.server.url, 'fast'), TypeError)
 })
 
 test('keys that are not non-empty strings are rejected, naming the key', async () => {
-  const lock = createLock(server.url)
+  const lock = createLock(redis.server.url)
   for (const key of [undefined, null, '', 42, {}, ['a'], Symbol('s')]) {
     await assert.rejects(lock.acquire(key), (err) => {
       assert.ok(err instanceof LockAcquisitionError)
@@ -62,7 +61,7 @@ test('keys that are not non-empty strings are rejected, naming the key', async (
 
 test('a timeout of zero or less is rejected at acquire with a message that says so', async () => {
   for (const timeout of [0, -5, '0', 'abc']) {
-    const lock = createLock(server.url, { timeout })
+    const lock = createLock(redis.server.url, { timeout })
     await assert.rejects(lock.acquire('api:t'), (err) => {
       assert.ok(err instanceof LockAcquisitionError)
       assert.match(err.message, /^Invalid timeout -?\d+: the lock timeout must be a positive integer/)
@@ -72,19 +71,19 @@ test('a timeout of zero or less is rejected at acquire with a message that says 
   }
   setDefaults({ timeout: 'abc' })
   try {
-    await assert.rejects(createLock(server.url).acquire('api:t'), /Invalid timeout NaN/)
+    await assert.rejects(createLock(redis.server.url).acquire('api:t'), /Invalid timeout NaN/)
   } finally {
     setDefaults({ timeout: 10000 })
   }
 })
 
 test('a negative delay is rejected at acquire', async () => {
-  const lock = createLock(server.url, { delay: -5, retries: 1 })
+  const lock = createLock(redis.server.url, { delay: -5, retries: 1 })
   await assert.rejects(lock.acquire('api:d'), (err) => err instanceof LockAcquisitionError && /Invalid delay -5/.test(err.message))
 })
 
 test('bad extend times are rejected with LockExtendError, the lock stays held', async () => {
-  const lock = createLock(server.url)
+  const lock = createLock(redis.server.url)
   await lock.acquire('api:x')
   for (const t of [0, -5, 1.5, '100', NaN, Infinity, 2 ** 60]) {
     await assert.rejects(lock.extend(t), (err) => {
@@ -98,12 +97,12 @@ test('bad extend times are rejected with LockExtendError, the lock stays held', 
 })
 
 test('argument errors reach a callback too, exactly once', async () => {
-  const lock = createLock(server.url)
+  const lock = createLock(redis.server.url)
   const seen = []
   await new Promise((resolve) => lock.acquire('', (err, ...rest) => { seen.push([err, rest.length]); resolve() }))
   await new Promise((resolve) => lock.extend(-1, (err) => { seen.push([err]); resolve() }))
   await new Promise((resolve) => lock.release((err) => { seen.push([err]); resolve() }))
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  await sleep(20)
   assert.equal(seen.length, 3)
   assert.ok(seen[0][0] instanceof LockAcquisitionError)
   assert.ok(seen[1][0] instanceof LockExtendError)
@@ -125,7 +124,7 @@ test('an unreachable Redis gives LockAcquisitionError within a few seconds, with
 })
 
 test('one acquire per lock at a time: a second concurrent acquire is refused', async () => {
-  const lock = createLock(server.url)
+  const lock = createLock(redis.server.url)
   const first = lock.acquire('api:c1')
   await assert.rejects(lock.acquire('api:c2'), /Lock already held/)
   await first
@@ -136,7 +135,7 @@ test('one acquire per lock at a time: a second concurrent acquire is refused', a
 test('tokens are random UUID v4', () => {
   const ids = new Set()
   for (let i = 0; i < 100; i++) {
-    const id = createLock(server.url)._id
+    const id = createLock(redis.server.url)._id
     assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
     ids.add(id)
   }

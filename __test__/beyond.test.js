@@ -19,10 +19,9 @@ const R = require('..')
 const { useRedis, startRedis } = require('./helpers/redis')
 const { startProxy } = require('./helpers/proxy')
 const { startMonitor } = require('./helpers/monitor')
+const { sleep, block } = require('./helpers/wait')
 
 const redis = useRedis({ args: ['--enable-debug-command', 'yes'] })
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-const block = (ms) => { const until = Date.now() + ms; while (Date.now() < until) {} } // eslint-disable-line no-empty
 let seq = 0
 const fresh = (what) => `beyond:${what}:${process.pid}:${seq++}`
 const url = () => redis.server.url

@@ -18,14 +18,13 @@ const path = require('path')
 const { spawn } = require('child_process')
 const { startRedis } = require('./helpers/redis')
 const { startProxy } = require('./helpers/proxy')
+const { sleep } = require('./helpers/wait')
 
 const PROCESSES = 3
 const WORKERS = 15
 const KEYS = 3
 const DURATION = 9000
 const TTL = 5000
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 let dir, srv, proxy
 before(async () => {

@@ -15,14 +15,15 @@ const { createCluster } = require('redis4')
 const R = require('..')
 const RS = require('../redisson')
 const { startCluster } = require('./helpers/cluster')
+const { command, withClient } = require('./helpers/redis')
 const { makeCertificates } = require('./helpers/tls')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
+const { sleep } = require('./helpers/wait')
 
 let cluster
 let check
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 before(async () => {
   cluster = await startCluster({ masters: 3, replicas: 1 })
@@ -226,44 +227,27 @@ test('wakeOnRelease on the cluster: sharded pub/sub on the key\'s node wakes a w
   const t0 = Date.now()
   const waiting = waiter.acquire(key)
   const seed = Number(cluster.seeds[0].split(':')[1])
-  const slot = await on(seed, 'CLUSTER', 'KEYSLOT', key)
-  const owner = (await on(seed, 'CLUSTER', 'SLOTS')).find(([from, to]) => slot >= from && slot <= to)[2][1]
+  const slot = await command(seed, 'CLUSTER', 'KEYSLOT', key)
+  const owner = (await command(seed, 'CLUSTER', 'SLOTS')).find(([from, to]) => slot >= from && slot <= to)[2][1]
   let subscribed = 0
   for (let i = 0; i < 100 && subscribed === 0; i++) {
     await sleep(20)
-    subscribed = (await on(owner, 'PUBSUB', 'SHARDNUMSUB', channel))[1]
+    subscribed = (await command(owner, 'PUBSUB', 'SHARDNUMSUB', channel))[1]
   }
   assert.equal(subscribed, 1, 'the waiter is subscribed (SSUBSCRIBE) on the node that serves the key')
   await holder.release()
   await waiting
   assert.ok(Date.now() - t0 < 3000, `woken by the release, not the 10 s delay: ${Date.now() - t0} ms`)
-  assert.equal(await on(owner, 'GET', key), waiter._id)
+  assert.equal(await command(owner, 'GET', key), waiter._id)
   await waiter.release()
 })
 
-/** One command to the node on `port`, on its own connection; Redis errors throw. */
-async function on (port, ...command) {
-  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  c.on('error', () => {})
-  try {
-    await c.connect()
-    return await c.call(...command)
-  } finally {
-    c.disconnect()
-  }
-}
-
 /** `key` as the node on `port` holds it, asking as an importing node needs (ASKING first). */
 async function heldOn (port, key) {
-  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  c.on('error', () => {})
-  try {
-    await c.connect()
+  return withClient({}, port, async (c) => {
     const [, [, value]] = await c.pipeline().call('ASKING').get(key).exec()
     return value
-  } finally {
-    c.disconnect()
-  }
+  })
 }
 
 test('a slot migrated under held locks: ASK during the migration, MOVED after it, no lock lost or doubled', async () => {
@@ -272,45 +256,45 @@ test('a slot migrated under held locks: ASK during the migration, MOVED after it
   const key = 'cluster:migrate:{slot-a}'
   const newKey = 'cluster:migrate:{slot-a}:during'
   const seed = Number(cluster.seeds[0].split(':')[1])
-  const slot = await on(seed, 'CLUSTER', 'KEYSLOT', key)
+  const slot = await command(seed, 'CLUSTER', 'KEYSLOT', key)
   // The primaries, by id and port, and which one serves the slot now.
-  const primaries = (await on(seed, 'CLUSTER', 'NODES')).split('\n')
+  const primaries = (await command(seed, 'CLUSTER', 'NODES')).split('\n')
     .filter((line) => /\bmaster\b/.test(line) && !/fail/.test(line))
     .map((line) => { const [id, addr] = line.split(' '); return { id, port: Number(addr.split(':')[1].split('@')[0]) } })
-  const owner = (await on(seed, 'CLUSTER', 'SLOTS')).find(([from, to]) => slot >= from && slot <= to)[2][1]
+  const owner = (await command(seed, 'CLUSTER', 'SLOTS')).find(([from, to]) => slot >= from && slot <= to)[2][1]
   const source = primaries.find((p) => p.port === owner)
   const target = primaries.find((p) => p.port !== owner)
   // Held on the source, so the client's slot map points there.
   await lock.acquire(key)
 
   // Migration started: the source still serves its keys and answers ASK for absent ones.
-  await on(target.port, 'CLUSTER', 'SETSLOT', slot, 'IMPORTING', source.id)
-  await on(source.port, 'CLUSTER', 'SETSLOT', slot, 'MIGRATING', target.id)
+  await command(target.port, 'CLUSTER', 'SETSLOT', slot, 'IMPORTING', source.id)
+  await command(source.port, 'CLUSTER', 'SETSLOT', slot, 'MIGRATING', target.id)
   await during.acquire(newKey) // ASK -> the importing target
   assert.equal(await heldOn(target.port, newKey), during._id, 'the new lock went to the importing node')
   // The source redirects for it: the client did follow an ASK.
-  await assert.rejects(on(source.port, 'EXISTS', newKey), /^ReplyError: ASK /)
+  await assert.rejects(command(source.port, 'EXISTS', newKey), /^ReplyError: ASK /)
   await lock.extend(30000) // still on the source
-  await on(source.port, 'MIGRATE', '127.0.0.1', target.port, '', 0, 5000, 'KEYS', key)
+  await command(source.port, 'MIGRATE', '127.0.0.1', target.port, '', 0, 5000, 'KEYS', key)
   assert.equal(await heldOn(target.port, key), lock._id, 'moved with its token')
-  await assert.rejects(on(source.port, 'PTTL', key), /^ReplyError: ASK /)
+  await assert.rejects(command(source.port, 'PTTL', key), /^ReplyError: ASK /)
   await lock.extend(30000) // the source now answers ASK for it
   const rival = R.createLock({ cluster: cluster.seeds })
   await assert.rejects(rival.acquire(key), { name: 'LockAcquisitionError' })
   await assert.rejects(rival.acquire(newKey), { name: 'LockAcquisitionError' })
 
   // Migration finished: the slot is the target's; the old owner answers MOVED.
-  for (const p of primaries) await on(p.port, 'CLUSTER', 'SETSLOT', slot, 'NODE', target.id)
+  for (const p of primaries) await command(p.port, 'CLUSTER', 'SETSLOT', slot, 'NODE', target.id)
   await cluster.settled()
-  await assert.rejects(on(source.port, 'PTTL', key), /^ReplyError: MOVED /)
+  await assert.rejects(command(source.port, 'PTTL', key), /^ReplyError: MOVED /)
   await lock.extend(30000)
   await assert.rejects(rival.acquire(key), { name: 'LockAcquisitionError' })
-  assert.ok(await on(target.port, 'PTTL', key) > 25000, 'extended on the new owner')
+  assert.ok(await command(target.port, 'PTTL', key) > 25000, 'extended on the new owner')
   await lock.release()
   await during.release()
-  assert.equal(await on(target.port, 'EXISTS', key, newKey), 0, 'both released on the new owner')
+  assert.equal(await command(target.port, 'EXISTS', key, newKey), 0, 'both released on the new owner')
   await rival.acquire(key)
-  assert.equal(await on(target.port, 'GET', key), rival._id)
+  assert.equal(await command(target.port, 'GET', key), rival._id)
   await rival.release()
 })
 
@@ -320,9 +304,9 @@ test('replicas: 1 on the cluster: WAIT on the key\'s primary; its replica paused
   await lock.acquire(key)
   await lock.release()
   const seed = Number(cluster.seeds[0].split(':')[1])
-  const slot = await on(seed, 'CLUSTER', 'KEYSLOT', key)
-  const nodes = (await on(seed, 'CLUSTER', 'NODES')).split('\n').filter(Boolean).map((line) => line.split(' '))
-  const owner = (await on(seed, 'CLUSTER', 'SLOTS')).find(([from, to]) => slot >= from && slot <= to)[2][1]
+  const slot = await command(seed, 'CLUSTER', 'KEYSLOT', key)
+  const nodes = (await command(seed, 'CLUSTER', 'NODES')).split('\n').filter(Boolean).map((line) => line.split(' '))
+  const owner = (await command(seed, 'CLUSTER', 'SLOTS')).find(([from, to]) => slot >= from && slot <= to)[2][1]
   const ownerId = nodes.find((n) => Number(n[1].split(':')[1].split('@')[0]) === owner)[0]
   const replicaPort = Number(nodes.find((n) => /slave/.test(n[2]) && n[3] === ownerId)[1].split(':')[1].split('@')[0])
   const replica = cluster.nodes.find((n) => n.port === replicaPort)
@@ -333,7 +317,7 @@ test('replicas: 1 on the cluster: WAIT on the key\'s primary; its replica paused
     assert.ok(err instanceof R.LockAcquisitionError, String(err))
     assert.match(err.message, /replicated to 0 of 1 replicas within 300 ms/)
     assert.ok(Date.now() - t0 < 2000, `failed after ${Date.now() - t0} ms`)
-    assert.equal(await on(owner, 'EXISTS', key), 0, 'the grant was given back')
+    assert.equal(await command(owner, 'EXISTS', key), 0, 'the grant was given back')
   } finally {
     process.kill(replica.pid, 'SIGCONT')
   }

@@ -6,21 +6,18 @@
  * an update, so the counter must equal the number of critical sections.
  */
 
-const { test, before, after } = require('node:test')
+const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const { spawn } = require('child_process')
 const path = require('path')
-const IORedis = require('ioredis')
-const { startRedis } = require('./helpers/redis')
+const { useRedis } = require('./helpers/redis')
 
-let server
-before(async () => { server = await startRedis() })
-after(async () => { await server.stop() })
+const redis = useRedis()
 
 function worker (workers, increments) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'contention-worker.js'),
-      String(server.port), String(workers), String(increments)])
+      String(redis.server.port), String(workers), String(increments)])
     let out = ''
     child.stdout.on('data', (d) => { out += d })
     child.stderr.on('data', (d) => { out += d })
@@ -36,11 +33,6 @@ test('no lost update across 3 processes x 15 workers', async () => {
   const done = results.reduce((sum, r) => sum + r.done, 0)
   assert.equal(done, PROCS * WORKERS * INCREMENTS)
 
-  const check = new IORedis({ port: server.port })
-  try {
-    assert.equal(Number(await check.get('contention:counter')), done)
-    assert.equal(await check.exists('contention:lock'), 0)
-  } finally {
-    await check.quit()
-  }
+  assert.equal(Number(await redis.check.get('contention:counter')), done)
+  assert.equal(await redis.check.exists('contention:lock'), 0)
 })

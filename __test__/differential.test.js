@@ -7,31 +7,27 @@
  * messages, lock state, Redis contents and TTLs, attempts and waiting time.
  */
 
-const { test, before, after } = require('node:test')
+const { test, after } = require('node:test')
 const assert = require('node:assert/strict')
 const redis3 = require('redis3')
 const co = require('co')
-const { startRedis } = require('./helpers/redis')
+const { useRedis } = require('./helpers/redis')
+const { sleep } = require('./helpers/wait')
 
 const IMPLS = [
   { name: 'redislock', lib: require('redislock') },
   { name: 'redislock-rs', lib: require('..') }
 ]
 
-let server
 const clients = []
-
-before(async () => {
-  server = await startRedis()
-})
-
+// Registered before useRedis's own hook, so the clients quit before the server stops.
 after(async () => {
   await Promise.all(clients.map((c) => new Promise((resolve) => c.quit(() => resolve()))))
-  await server.stop()
 })
+const redis = useRedis()
 
 function client () {
-  const c = redis3.createClient({ port: server.port })
+  const c = redis3.createClient({ port: redis.server.port })
   clients.push(c)
   return c
 }
@@ -168,7 +164,7 @@ test('retries: -1 waits until the holder releases', async () => {
     await holder.acquire('diff:d')
     const waiter = lib.createLock(client, { retries: -1, delay: 10 })
     const pending = settle(waiter.acquire('diff:d'))
-    await new Promise((resolve) => setTimeout(resolve, 80))
+    await sleep(80)
     record.waitingState = state(waiter)
     await holder.release()
     record.result = await pending
@@ -181,7 +177,7 @@ test('expired keys: release and extend report it and reset the state', async () 
   const rec = await differential(async (lib, { client, check, record }) => {
     const a = lib.createLock(client, { timeout: 50 })
     await a.acquire('diff:e')
-    await new Promise((resolve) => setTimeout(resolve, 120))
+    await sleep(120)
     record.registryKeepsExpired = lib.getAcquiredLocks().includes(a)
     record.release = await settle(a.release())
     record.afterRelease = state(a)
@@ -189,7 +185,7 @@ test('expired keys: release and extend report it and reset the state', async () 
 
     const b = lib.createLock(client, { timeout: 50 })
     await b.acquire('diff:e')
-    await new Promise((resolve) => setTimeout(resolve, 120))
+    await sleep(120)
     record.extend = await settle(b.extend(1000))
     record.afterExtend = state(b)
     record.registryAfterExtend = lib.getAcquiredLocks().includes(b)
@@ -250,7 +246,7 @@ test('error objects look the same: class, name, message, enumerable fields', asy
     const direct = new lib.LockAcquisitionError('x')
     record.direct = { name: direct.name, message: direct.message, keys: Object.keys(direct) }
   })
-  const ours = await require('..').createLock('redis://127.0.0.1:' + server.port).release().catch((e) => e)
+  const ours = await require('..').createLock('redis://127.0.0.1:' + redis.server.port).release().catch((e) => e)
   assert.match(ours.stack, /^LockReleaseError: Lock has not been acquired\n/)
 })
 

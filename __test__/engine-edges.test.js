@@ -11,18 +11,9 @@ const { test } = require('node:test')
 const assert = require('node:assert')
 const path = require('path')
 const { useRedis } = require('./helpers/redis')
+const { sleep, settle } = require('./helpers/wait')
 
 const redis = useRedis()
-
-/** Settles `promise` within `limitMs`, or fails the test (never hangs it). */
-async function settle (promise, limitMs, what) {
-  let timer
-  const watchdog = new Promise((resolve) => { timer = setTimeout(() => resolve({ pending: true }), limitMs) })
-  const result = await Promise.race([promise.then((value) => ({ value }), (err) => ({ err })), watchdog])
-  clearTimeout(timer)
-  assert.ok(!result.pending, `${what}: still pending after ${limitMs} ms`)
-  return result
-}
 
 test('a chain of operations that each finish inside the turn that started them all settle', async () => {
   // An operation on an endpoint id that names no endpoint fails inside its
@@ -60,12 +51,12 @@ test('abandoned retry pauses leave nothing behind on the engine', async () => {
   const controllers = Array.from({ length: 100 }, () => new AbortController())
   const waits = controllers.map((c) =>
     redislock.createLock(redis.server.url, { retries: -1, delay: 60000 }).acquire('edges:held', { signal: c.signal }))
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  await sleep(200)
   const during = engineStats()
   const outcomes = waits.map((w) => settle(w, 2000, 'aborted wait'))
   for (const c of controllers) c.abort()
   for (const o of await Promise.all(outcomes)) assert.ok(o.err instanceof redislock.LockAcquisitionError, `${o.err}`)
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await sleep(50)
   const after = engineStats()
   await holder.release()
   if (during === null) return assert.strictEqual(process.env.REDISLOCK_RS_ENGINE, 'tokio')
@@ -126,7 +117,7 @@ test('a Unix socket whose accept backlog is full fails the connect at once, sayi
       c.on('error', () => {})
       fillers.push(c)
     }
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    await sleep(200)
     const lock = redislock.createLock({ path: sock, connectTimeout: 2000 }, { retries: 0 })
     const r = await settle(lock.acquire('backlog:k'), 4000, 'acquire on a full backlog')
     assert.ok(r.err instanceof redislock.LockAcquisitionError, `expected LockAcquisitionError, got ${r.err}`)

@@ -7,22 +7,20 @@
  * whole suite runs once per engine: scripts/test-engines.js.)
  */
 
-const { test, before, after } = require('node:test')
+const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const { spawnSync } = require('child_process')
 const path = require('path')
-const { startRedis } = require('./helpers/redis')
+const { useRedis } = require('./helpers/redis')
 const { defaultEngine } = require('../lib/native/bridge')
 
-let server
-before(async () => { server = await startRedis() })
-after(async () => { await server.stop() })
+const redis = useRedis()
 
 function probe (engine) {
   const env = { ...process.env }
   if (engine === undefined) delete env.REDISLOCK_RS_ENGINE
   else env.REDISLOCK_RS_ENGINE = engine
-  return spawnSync(process.execPath, [path.join(__dirname, 'fixtures', 'engine-probe.js'), String(server.port)],
+  return spawnSync(process.execPath, [path.join(__dirname, 'fixtures', 'engine-probe.js'), String(redis.server.port)],
     { env, encoding: 'utf8', timeout: 15000 })
 }
 
@@ -53,7 +51,7 @@ test('an unknown REDISLOCK_RS_ENGINE is refused with a clear error', () => {
 })
 
 test('a second module instance in the same environment settles its own operations and the first one\'s', () => {
-  const res = spawnSync(process.execPath, [path.join(__dirname, 'fixtures', 'reload-probe.js'), String(server.port)],
+  const res = spawnSync(process.execPath, [path.join(__dirname, 'fixtures', 'reload-probe.js'), String(redis.server.port)],
     { encoding: 'utf8', timeout: 15000 })
   assert.equal(res.status, 0, res.stderr)
   assert.deepEqual(JSON.parse(res.stdout), { distinct: true, a: true, b: true, released: true })

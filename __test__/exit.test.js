@@ -6,15 +6,13 @@
  * when Redis is unreachable.
  */
 
-const { test, before, after } = require('node:test')
+const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const { spawn } = require('child_process')
 const path = require('path')
-const { startRedis, freePort } = require('./helpers/redis')
+const { useRedis, freePort } = require('./helpers/redis')
 
-let server
-before(async () => { server = await startRedis() })
-after(async () => { await server.stop() })
+const redis = useRedis()
 
 function runScript (kind, port) {
   return new Promise((resolve) => {
@@ -33,7 +31,7 @@ function runScript (kind, port) {
 
 for (const kind of ['redis3', 'ioredis', 'redis', 'url']) {
   test(`exits on its own after acquire/release with a ${kind} client`, async () => {
-    const r = await runScript(kind, server.port)
+    const r = await runScript(kind, redis.server.port)
     assert.equal(r.signal, null, `killed after ${r.ms} ms: ${r.out}`)
     assert.equal(r.code, 0, r.out)
     assert.equal(r.out, 'released')

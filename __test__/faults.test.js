@@ -11,44 +11,14 @@
 
 const { describe, test, before, after } = require('node:test')
 const assert = require('node:assert')
-const Redis = require('ioredis')
-const { startRedis } = require('./helpers/redis')
+const { startRedis, admin } = require('./helpers/redis')
+const { sleep, settle, assertFailed } = require('./helpers/wait')
 const { startProxy } = require('./helpers/proxy')
 const redislock = require('..')
 const { LockAcquisitionError, LockReleaseError, LockExtendError } = redislock
 
 const DEFAULT_TIMEOUT = 2000
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/**
- * Settles `promise`, timing it; fails the test (instead of hanging) if it
- * is still pending after `limitMs`.
- */
-async function settle (promise, limitMs) {
-  const t0 = Date.now()
-  let timer
-  const watchdog = new Promise((resolve) => {
-    timer = setTimeout(() => resolve({ pending: true }), limitMs)
-  })
-  const outcome = promise.then((value) => ({ value }), (err) => ({ err }))
-  const result = await Promise.race([outcome, watchdog])
-  clearTimeout(timer)
-  assert.ok(!result.pending, `call still pending after ${limitMs} ms`)
-  result.ms = Date.now() - t0
-  return result
-}
-
-function assertFailed (result, ErrorClass, what) {
-  assert.ok(result.err, `${what}: expected a ${ErrorClass.name}, but it resolved`)
-  assert.ok(result.err instanceof ErrorClass,
-    `${what}: expected ${ErrorClass.name}, got ${result.err && result.err.name}: ${result.err && result.err.message}`)
-}
-
-function admin (port) {
-  return new Redis({ port, host: '127.0.0.1', lazyConnect: false, maxRetriesPerRequest: 1, retryStrategy: () => 50 })
-}
 
 /** Tries a fresh acquire+release every `everyMs` until one works. */
 async function timeToRecover (url, limitMs, everyMs = 25) {

@@ -13,8 +13,7 @@ const { describe, test, before, after } = require('node:test')
 const assert = require('node:assert')
 const util = require('util')
 const fc = require('fast-check')
-const Redis = require('ioredis')
-const { startRedis } = require('./helpers/redis')
+const { useRedis } = require('./helpers/redis')
 const redislock = require('..')
 const { LockAcquisitionError, LockReleaseError, LockExtendError } = redislock
 
@@ -131,20 +130,19 @@ function recorder () {
 }
 
 describe('hostile input (property-based)', () => {
+  const redis = useRedis()
   let srv, raw
   let cases = 0
   let unique = 0
   const savedDefaults = {}
   before(async () => {
-    srv = await startRedis()
-    raw = new Redis({ port: srv.port, host: '127.0.0.1' })
+    srv = redis.server
+    raw = redis.check
     Object.assign(savedDefaults, require('../lib/redislock/lock')._defaults)
   })
   after(async () => {
     Object.assign(require('../lib/redislock/lock')._defaults, savedDefaults)
     console.log(`# hostile input: ${cases} cases run`)
-    if (raw) raw.disconnect()
-    if (srv) await srv.stop()
   })
   const freshKey = () => `hostile:${process.pid}:${unique++}`
   const client = () => ({ port: srv.port, host: '127.0.0.1' })

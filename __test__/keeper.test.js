@@ -18,10 +18,9 @@ const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const R = require('..')
 const { useRedis } = require('./helpers/redis')
+const { sleep, block } = require('./helpers/wait')
 
 const redis = useRedis()
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-const block = (ms) => { const until = Date.now() + ms; while (Date.now() < until) {} } // eslint-disable-line no-empty
 let seq = 0
 const fresh = (what) => `keeper:${what}:${process.pid}:${seq++}`
 const stalled = () => R.createLock(redis.server.url, { timeout: 300, autoExtend: { maxEventLoopLagMs: 200 } })

@@ -22,6 +22,7 @@ const R = require('..')
 const RS = require('../redisson')
 const { startRedis } = require('./helpers/redis')
 const { startProxy } = require('./helpers/proxy')
+const { sleep, settleAll } = require('./helpers/wait')
 
 const N = 200
 const TTL = 30000
@@ -37,19 +38,6 @@ after(async () => {
   if (proxy) await proxy.close()
   if (srv) await srv.stop()
 })
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** `{ err }` for each of `promises`, failing if any is pending after `ms`. */
-async function settleAll (promises, ms, what) {
-  let timer
-  const watchdog = new Promise((resolve) => { timer = setTimeout(() => resolve('pending'), ms) })
-  const all = Promise.all(promises.map((p) => p.then(() => ({ err: null }), (err) => ({ err }))))
-  const outcome = await Promise.race([all, watchdog])
-  clearTimeout(timer)
-  assert.notEqual(outcome, 'pending', `${what}: still pending after ${ms} ms`)
-  return outcome
-}
 
 /** Polls until `done()` holds, or fails after `ms`. */
 async function until (done, ms, what) {

@@ -16,11 +16,11 @@ const IORedis = require('ioredis')
 const R = require('..')
 const { startRedis, ask } = require('./helpers/redis')
 const { startProxy } = require('./helpers/proxy')
+const { sleep, block } = require('./helpers/wait')
 
 const servers = []
 const checks = []
 let observer
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 let seq = 0
 const fresh = (what) => `quorum:${what}:${process.pid}:${seq++}`
 const opts = (port) => ({ host: '127.0.0.1', port, connectTimeout: 300, commandTimeout: 500 })
@@ -164,12 +164,6 @@ test('a lost majority: extend fails, releases what it extended and clears the st
   assert.deepEqual(await onEvery(key), ['someone-else', 'someone-else', 'someone-else', null, null])
   for (const c of checks.slice(0, 3)) await c.del(key)
 })
-
-/** Blocks this thread (the event loop) for `ms`. */
-function block (ms) {
-  const until = Date.now() + ms
-  while (Date.now() < until);
-}
 
 test('autoExtend renews on a majority: through a blocked event loop and 2 paused servers, not past a lost majority', async () => {
   const key = fresh('keep')

@@ -18,6 +18,7 @@ const RS = require('../redisson')
 const { useRedis } = require('./helpers/redis')
 const { startProxy } = require('./helpers/proxy')
 const { startMonitor } = require('./helpers/monitor')
+const { sleep } = require('./helpers/wait')
 
 const opened = []
 // Registered before useRedis's own hook, so it runs before the server stops.
@@ -36,7 +37,6 @@ function make (lib, extra = {}) {
   return r
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 let seq = 0
 const fresh = (what) => `rs-test:${what}:${process.pid}:${seq++}`
 

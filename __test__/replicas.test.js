@@ -15,13 +15,13 @@ const os = require('os')
 const path = require('path')
 const IORedis = require('ioredis')
 const R = require('..')
-const { startRedis } = require('./helpers/redis')
+const { startRedis, command } = require('./helpers/redis')
+const { sleep } = require('./helpers/wait')
 
 let primary
 let dir
 const replicas = []
 let check
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 before(async () => {
   // A replica stores the dataset it syncs as dump.rdb in its --dir: keep
@@ -54,12 +54,7 @@ test('replicas: 2 succeeds once both replicas acknowledged, and extend waits too
   const lock = R.createLock(primary.url, { timeout: 5000, replicas: 2, replicaTimeout: 1000 })
   await lock.acquire('repl:ok')
   assert.equal(await check.get('repl:ok'), lock._id)
-  const onReplica = new IORedis({ port: replicas[0].port })
-  try {
-    assert.equal(await onReplica.get('repl:ok'), lock._id, 'the replica has it when acquire resolves')
-  } finally {
-    onReplica.disconnect()
-  }
+  assert.equal(await command(replicas[0].port, 'GET', 'repl:ok'), lock._id, 'the replica has it when acquire resolves')
   await lock.extend(8000)
   assert.ok(await check.pttl('repl:ok') > 7000)
   await lock.release()
@@ -148,12 +143,7 @@ test('the Redisson face with { replicas }: a hold counts once acknowledged; an u
   const field = `${redisson._id}:c1`
   try {
     assert.equal(await lock.tryLock(0, 5000), true)
-    const onReplica = new IORedis({ port: replicas[0].port })
-    try {
-      assert.equal(await onReplica.hget('repl-rs', field), '1', 'the replica has the hold when tryLock resolves')
-    } finally {
-      onReplica.disconnect()
-    }
+    assert.equal(await command(replicas[0].port, 'HGET', 'repl-rs', field), '1', 'the replica has the hold when tryLock resolves')
     process.kill(replicas[1].pid, 'SIGSTOP')
     try {
       // A re-entry the paused replica cannot acknowledge: undone, the first hold kept.

@@ -14,25 +14,14 @@ const IORedis = require('ioredis')
 const R = require('..')
 const RS = require('../redisson')
 const { startSentinels } = require('./helpers/sentinel')
-const { freePort } = require('./helpers/redis')
+const { freePort, command, withClient } = require('./helpers/redis')
 const { createSentinel } = require('redis')
+const { sleep, settle } = require('./helpers/wait')
 
 let setup
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 before(async () => { setup = await startSentinels() })
 after(async () => { if (setup) await setup.stop() })
-
-async function get (port, key) {
-  const c = new IORedis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  c.on('error', () => {})
-  try {
-    await c.connect()
-    return await c.get(key)
-  } finally {
-    c.disconnect()
-  }
-}
 
 test('wakeOnRelease waiters behind Sentinel subscribe on the primary, not on a sentinel', async () => {
   // The holder is another client (as another process would be): only the
@@ -58,9 +47,7 @@ test('the Redisson face behind Sentinel: node-redisson options with sentinels, r
     const a = r.getLock('sentinel:rs', 'me')
     assert.equal(await a.tryLock(0, 10000), true)
     assert.equal(await a.tryLock(0, 10000), true)
-    const c = new IORedis({ port: setup.primary.port })
-    assert.deepEqual(Object.values(await c.hgetall('sentinel:rs')), ['2'], 'on the primary')
-    c.disconnect()
+    assert.deepEqual(Object.values(await withClient({}, setup.primary.port, (c) => c.hgetall('sentinel:rs'))), ['2'], 'on the primary')
     const waiter = r.getLock('sentinel:rs')
     const waiting = waiter.tryLock(8000, 5000)
     await sleep(100)
@@ -79,15 +66,9 @@ test('the Redisson face behind Sentinel: node-redisson options with sentinels, r
  * `{ err, ms }`: how it settled, and when.
  */
 async function settled (promise, ms, what) {
-  const t0 = performance.now()
-  let timer
-  const watchdog = new Promise((resolve) => { timer = setTimeout(() => resolve('pending'), ms) })
-  const outcome = await Promise.race([promise.then(() => 'resolved', (err) => ({ err })), watchdog])
-  clearTimeout(timer)
-  const took = Math.round(performance.now() - t0)
-  assert.notEqual(outcome, 'pending', `${what}: still pending after ${ms} ms`)
-  assert.notEqual(outcome, 'resolved', `${what}: resolved, expected a rejection`)
-  return { err: outcome.err, ms: took }
+  const r = await settle(promise, ms, what)
+  assert.ok(r.err, `${what}: resolved, expected a rejection`)
+  return { err: r.err, ms: r.ms }
 }
 
 /** Every face a Sentinel setup can be given to, each asked to lock once. */
@@ -159,13 +140,13 @@ test('locks go to the primary Sentinel names, through options, an ioredis and a 
   const opts = { sentinels: setup.addresses, name: setup.name, connectTimeout: 1000, commandTimeout: 1000 }
   const lock = R.createLock(opts, { timeout: 20000, retries: 100, delay: 100 })
   await lock.acquire('sentinel:a')
-  assert.equal(await get(setup.primary.port, 'sentinel:a'), lock._id)
+  assert.equal(await command(setup.primary.port, 'GET', 'sentinel:a'), lock._id)
   await lock.release()
 
   const client = new IORedis({ sentinels: setup.addresses.map((a) => ({ host: '127.0.0.1', port: Number(a.split(':')[1]) })), name: setup.name, lazyConnect: true, keyPrefix: 'app:' })
   const viaClient = R.createLock(client)
   await viaClient.acquire('sentinel:b')
-  assert.equal(await get(setup.primary.port, 'app:sentinel:b'), viaClient._id)
+  assert.equal(await command(setup.primary.port, 'GET', 'app:sentinel:b'), viaClient._id)
   await viaClient.release()
   client.disconnect()
 
@@ -178,7 +159,7 @@ test('locks go to the primary Sentinel names, through options, an ioredis and a 
   await nodeSentinel.connect()
   const viaNodeRedis = R.createLock(nodeSentinel, { timeout: 20000, retries: 100, delay: 100 })
   await viaNodeRedis.acquire('sentinel:c')
-  assert.equal(await get(setup.primary.port, 'sentinel:c'), viaNodeRedis._id)
+  assert.equal(await command(setup.primary.port, 'GET', 'sentinel:c'), viaNodeRedis._id)
   assert.equal(await nodeSentinel.get('sentinel:c'), viaNodeRedis._id, 'the client and the lock see the same primary')
   await viaNodeRedis.release()
   await nodeSentinel.close()
@@ -203,19 +184,17 @@ test('locks go to the primary Sentinel names, through options, an ioredis and a 
   assert.equal(now, setup.replica.port)
   // The same lock objects lock on the new primary.
   await lock.acquire('sentinel:after')
-  assert.equal(await get(setup.replica.port, 'sentinel:after'), lock._id)
+  assert.equal(await command(setup.replica.port, 'GET', 'sentinel:after'), lock._id)
   await lock.release()
   await viaNodeRedis.acquire('sentinel:after-c')
-  assert.equal(await get(setup.replica.port, 'sentinel:after-c'), viaNodeRedis._id, 'the node-redis Sentinel lock followed the failover')
+  assert.equal(await command(setup.replica.port, 'GET', 'sentinel:after-c'), viaNodeRedis._id, 'the node-redis Sentinel lock followed the failover')
   await viaNodeRedis.release()
   // The same Redisson instance follows it too.
   assert.equal(await rlock.tryLock(0, 10000), true, 'the Redisson face locks on the new primary')
-  const c = new IORedis({ port: setup.replica.port })
-  assert.equal(await c.exists('sentinel:rs-failover'), 1)
-  c.disconnect()
+  assert.equal(await command(setup.replica.port, 'EXISTS', 'sentinel:rs-failover'), 1)
   await rlock.unlock()
   await redisson.quit()
-  assert.equal(await get(setup.replica.port, 'sentinel:acked'), acked._id, 'the acknowledged lock survived the failover')
+  assert.equal(await command(setup.replica.port, 'GET', 'sentinel:acked'), acked._id, 'the acknowledged lock survived the failover')
   await acked.release()
 })
 

@@ -8,24 +8,21 @@
  * its renewals at once (its keys expire by their TTL), not the others'.
  */
 
-const { test, before, after } = require('node:test')
+const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('path')
 const { Worker } = require('worker_threads')
-const { startRedis } = require('./helpers/redis')
+const { useRedis } = require('./helpers/redis')
 const { createLock } = require('..')
 const { Redisson } = require('../redisson')
-const IORedis = require('ioredis')
+const { sleep } = require('./helpers/wait')
 
 const WORKER = path.join(__dirname, 'fixtures', 'worker-thread.js')
-let server
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const redis = useRedis()
 
-before(async () => { server = await startRedis() })
-after(async () => { await server.stop() })
 
 function run (data) {
-  const worker = new Worker(WORKER, { workerData: { url: server.url, ...data } })
+  const worker = new Worker(WORKER, { workerData: { url: redis.server.url, ...data } })
   const message = new Promise((resolve, reject) => {
     worker.once('message', resolve)
     worker.once('error', reject)
@@ -35,7 +32,7 @@ function run (data) {
 
 test('three worker threads and the main thread lock concurrently', async () => {
   const runs = [0, 1, 2].map(() => run({ rounds: 100 }))
-  const main = createLock(server.url, { retries: 200, delay: 2 })
+  const main = createLock(redis.server.url, { retries: 200, delay: 2 })
   let mainSections = 0
   for (let k = 0; k < 100; k++) {
     await main.acquire('workers:' + (k % 3))
@@ -51,7 +48,7 @@ test('terminating a worker with an acquire in flight leaves the rest working', a
   const { worker, message } = run({ rounds: 10, hang: true })
   assert.deepEqual(await message, { waiting: true })
   await worker.terminate()
-  const lock = createLock(server.url)
+  const lock = createLock(redis.server.url)
   await lock.acquire('workers:after')
   assert.equal(lock._locked, true)
   await lock.release()
@@ -59,17 +56,17 @@ test('terminating a worker with an acquire in flight leaves the rest working', a
 
 test('terminating a worker stops its kept leases at once; the main thread\'s go on', async () => {
   const LEASE = 800
-  const check = new IORedis({ port: server.port })
+  const { check } = redis
   const key = `workers:kept:${process.pid}`
   const name = `workers:watchdog:${process.pid}`
-  const mine = createLock(server.url, { timeout: LEASE, autoExtend: true })
-  const rs = new Redisson({ redis: { options: { host: '127.0.0.1', port: server.port } }, lockWatchdogTimeout: BigInt(LEASE) })
+  const mine = createLock(redis.server.url, { timeout: LEASE, autoExtend: true })
+  const rs = new Redisson({ redis: { options: { host: '127.0.0.1', port: redis.server.port } }, lockWatchdogTimeout: BigInt(LEASE) })
   const mineKey = `${key}:main`
   const mineName = `${name}:main`
   try {
     await mine.acquire(mineKey)
     await rs.getLock(mineName, 'main').lock()
-    const { worker, message } = run({ keep: { key, name, leaseMs: LEASE, port: server.port } })
+    const { worker, message } = run({ keep: { key, name, leaseMs: LEASE, port: redis.server.port } })
     const kept = await message
     assert.equal(kept.kept, true, JSON.stringify(kept))
     // Renewed while the worker lives: held past two leases.
@@ -103,6 +100,5 @@ test('terminating a worker stops its kept leases at once; the main thread\'s go 
     await mine.release().catch(() => {})
     await rs.getLock(mineName, 'main').unlock().catch(() => {})
     await rs.quit()
-    check.disconnect()
   }
 })

@@ -13,8 +13,7 @@ const path = require('path')
 const { execFile } = require('child_process')
 const { startRedis, freePort, askWith } = require('./redis')
 const { tlsServerArgs } = require('./tls')
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const { sleep } = require('./wait')
 
 function run (cmd, args) {
   return new Promise((resolve, reject) => {
@@ -116,6 +115,5 @@ async function build ({ masters = 3, replicas = 0, password, tlsDir }, nodes) {
   }
   return cluster
 }
-
 
 module.exports = { startCluster }

@@ -8,6 +8,7 @@
 
 const { spawn } = require('child_process')
 const net = require('net')
+const { sleep } = require('./wait')
 
 /** A TCP port nothing listens on right now. */
 function freePort () {
@@ -76,7 +77,7 @@ async function startRedis (options = {}) {
     },
     async restart (pauseMs = 0) {
       await server.stop()
-      if (pauseMs) await new Promise((resolve) => setTimeout(resolve, pauseMs))
+      if (pauseMs) await sleep(pauseMs)
       return server.start()
     }
   }
@@ -106,6 +107,29 @@ function useRedis (options = {}) {
 }
 
 /**
+ * Runs `fn(client)` on a short-lived ioredis connection to 127.0.0.1:`port`
+ * (`options` added; no retries, no reconnecting) and closes it after;
+ * connection and Redis errors reject. The one place tests open a one-shot
+ * client.
+ */
+async function withClient (options, port, fn) {
+  const IORedis = require('ioredis')
+  const c = new IORedis({ ...options, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  c.on('error', () => {})
+  try {
+    await c.connect()
+    return await fn(c)
+  } finally {
+    c.disconnect()
+  }
+}
+
+/** One command on a short-lived connection to `port`: its reply; Redis errors reject. */
+async function command (port, ...args) {
+  return withClient({}, port, (c) => c.call(...args))
+}
+
+/**
  * One command on a short-lived connection to 127.0.0.1:`port`: its reply,
  * or null when the server is down or refuses it (for polling a topology
  * while it changes).
@@ -116,17 +140,17 @@ async function ask (port, ...command) {
 
 /** `ask` with connection options (e.g. `{ password }`). */
 async function askWith (options, port, ...command) {
-  const IORedis = require('ioredis')
-  const c = new IORedis({ ...options, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  c.on('error', () => {})
-  try {
-    await c.connect()
-    return await c.call(...command)
-  } catch (_) {
-    return null
-  } finally {
-    c.disconnect()
-  }
+  return withClient(options, port, (c) => c.call(...command)).catch(() => null)
 }
 
-module.exports = { startRedis, freePort, useRedis, ask, askWith }
+/**
+ * A long-lived ioredis client on 127.0.0.1:`port` for setting things up and
+ * looking at them (DEBUG SLEEP, SCRIPT FLUSH, ...): one retry per command,
+ * reconnecting every 50 ms. `options` are added (or override).
+ */
+function admin (port, options = {}) {
+  const IORedis = require('ioredis')
+  return new IORedis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 50, ...options })
+}
+
+module.exports = { startRedis, freePort, useRedis, withClient, command, ask, askWith, admin }

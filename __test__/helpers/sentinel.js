@@ -10,8 +10,7 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { startRedis, freePort, ask } = require('./redis')
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const { sleep } = require('./wait')
 
 async function startSentinels () {
   const started = []
