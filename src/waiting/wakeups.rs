@@ -558,6 +558,19 @@ impl AnyRelease {
         (!subs.is_empty()).then_some(AnyRelease { subs })
     }
 
+    /// Subscribes to `channel` on every source, or fails with the first
+    /// error (a waiter that must not poll: node-redisson's `tryLock`).
+    pub async fn subscribe_every(sources: &[Arc<Wakeups>], channel: &str) -> Result<AnyRelease> {
+        if sources.is_empty() {
+            return Err(Error::Internal("no wake-up source to subscribe on".into()));
+        }
+        let mut subs = Vec::with_capacity(sources.len());
+        for w in sources {
+            subs.push(w.subscribe(channel).await?);
+        }
+        Ok(AnyRelease { subs })
+    }
+
     /// Call before each attempt (see [`Subscription::mark`]).
     pub fn mark(&mut self) {
         for s in &mut self.subs {
@@ -570,6 +583,10 @@ impl AnyRelease {
     /// only when none is left.
     pub async fn wait(&mut self) -> Result<()> {
         loop {
+            if let [one] = self.subs.as_mut_slice() {
+                // One server (the usual case): no boxing.
+                return one.wait().await;
+            }
             let (outcome, failed) = {
                 let waits = self.subs.iter_mut().map(|s| Box::pin(s.wait()));
                 let (outcome, index, _) = futures_util::future::select_all(waits).await;
