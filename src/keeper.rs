@@ -454,3 +454,217 @@ pub fn stop_where(which: impl Fn(&Held) -> bool) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    //! What the keeper decides without asking Redis: bounds, reports,
+    //! margins, the registry. Renewals against a real server are in
+    //! `tests/core.rs`.
+    use super::*;
+    use crate::transport::endpoint::{Endpoint, EndpointSpec};
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// A server nothing is ever sent to (port 1), of its own.
+    fn nowhere() -> Arc<SharedConnection> {
+        let spec = EndpointSpec {
+            url: Some("redis://127.0.0.1:1".into()),
+            ..Default::default()
+        };
+        SharedConnection::dedicated(Endpoint::resolve(spec).unwrap())
+    }
+
+    fn held(server: &Arc<SharedConnection>, name: &str) -> Held {
+        Held::new(server, name, "owner", Kind::Token)
+    }
+
+    fn watch(liveness: &Arc<Liveness>, hold: u32, max_lag: Duration) -> Watch {
+        Watch {
+            liveness: Arc::clone(liveness),
+            hold,
+            max_lag,
+            max_hold: None,
+        }
+    }
+
+    /// Starts keeping `h` on `server` with a lease of `lease_ms`, vouched
+    /// for `valid` from now.
+    fn keep(
+        server: &Arc<SharedConnection>,
+        h: &Held,
+        lease_ms: u64,
+        valid: Duration,
+        w: Option<Watch>,
+    ) {
+        let now = Instant::now();
+        let one = Servers::One(Arc::clone(server));
+        start(
+            &Handle::current(),
+            one,
+            h.clone(),
+            lease_ms,
+            now,
+            now + valid,
+            w,
+        );
+    }
+
+    /// Waits (up to 5 s) for a loss to be reported.
+    async fn reported(l: &Liveness) -> Vec<(u32, Lost)> {
+        for _ in 0..500 {
+            let lost = l.drain();
+            if !lost.is_empty() {
+                return lost;
+            }
+            tokio::time::sleep(ms(10)).await;
+        }
+        panic!("no loss reported");
+    }
+
+    fn near(d: Option<Duration>, want: Duration) -> bool {
+        d.is_some_and(|d| d <= want && d + ms(500) >= want)
+    }
+
+    #[test]
+    fn lag_grows_until_the_next_beat() {
+        let l = Liveness::new();
+        std::thread::sleep(ms(100));
+        let lag = l.lag();
+        assert!(lag >= ms(99), "lag {lag:?}");
+        l.beat();
+        assert!(l.lag() < lag, "a beat resets the lag");
+    }
+
+    #[test]
+    fn drain_hands_each_loss_over_once() {
+        let l = Liveness::new();
+        l.report(7, Lost::Expired);
+        l.report(8, Lost::Taken);
+        assert_eq!(l.drain(), vec![(7, Lost::Expired), (8, Lost::Taken)]);
+        assert!(l.drain().is_empty());
+    }
+
+    #[test]
+    fn only_redlock_renewals_vouch_for_less_than_the_lease() {
+        assert_eq!(Servers::One(nowhere()).margin_ms(10_000), 0);
+        let quorum = Servers::Quorum {
+            servers: Vec::new(),
+            within: ms(50),
+        };
+        // Redlock's drift: 1% of the lease plus 2 ms.
+        assert_eq!(quorum.margin_ms(10_000), 102);
+        assert_eq!(quorum.margin_ms(1), 2);
+    }
+
+    #[test]
+    fn an_instant_before_the_clock_started_reads_as_its_start() {
+        let _ = now_ms();
+        let before = BASE.checked_sub(Duration::from_secs(1));
+        if let Some(before) = before {
+            assert_eq!(at_ms(before), 0);
+        }
+        assert_eq!(at_ms(*BASE + ms(1500)), 1500);
+    }
+
+    #[tokio::test]
+    async fn a_stalled_event_loop_ends_the_lease_and_is_reported() {
+        let server = nowhere();
+        let h = held(&server, "keeper-test:stalled");
+        let l = Liveness::new();
+        // Renewals every 10 ms; the heartbeat never comes again.
+        keep(&server, &h, 30, ms(30), Some(watch(&l, 41, ms(1))));
+        assert_eq!(reported(&l).await, vec![(41, Lost::EventLoopStalled)]);
+        assert_eq!(remaining(&h), None, "no longer kept");
+    }
+
+    #[tokio::test]
+    async fn max_hold_ends_the_lease_and_is_reported() {
+        let server = nowhere();
+        let h = held(&server, "keeper-test:max-hold");
+        let l = Liveness::new();
+        let w = Watch {
+            max_hold: Some(Duration::ZERO),
+            ..watch(&l, 42, Duration::from_secs(3600))
+        };
+        keep(&server, &h, 30, ms(30), Some(w));
+        assert_eq!(reported(&l).await, vec![(42, Lost::MaxHold)]);
+        assert_eq!(remaining(&h), None);
+    }
+
+    #[tokio::test]
+    async fn an_ended_environment_keeps_nothing_and_reports_nothing() {
+        let server = nowhere();
+        let l = Liveness::new();
+        let before = held(&server, "keeper-test:end-before");
+        keep(
+            &server,
+            &before,
+            60_000,
+            ms(60_000),
+            Some(watch(&l, 1, ms(60_000))),
+        );
+        l.report(1, Lost::Taken);
+        let other = held(&server, "keeper-test:end-other");
+        keep(&server, &other, 60_000, ms(60_000), None);
+        assert!(remaining(&before).is_some());
+
+        end(&l);
+        assert_eq!(remaining(&before), None);
+        assert!(
+            l.drain().is_empty(),
+            "reports of an ended environment are dropped"
+        );
+        assert!(remaining(&other).is_some(), "a lease of nobody's is kept");
+        // Started after the end: not kept.
+        let after = held(&server, "keeper-test:end-after");
+        keep(
+            &server,
+            &after,
+            60_000,
+            ms(60_000),
+            Some(watch(&l, 2, ms(60_000))),
+        );
+        assert_eq!(remaining(&after), None);
+        stop_where(|h| h == &other);
+        assert_eq!(remaining(&other), None);
+    }
+
+    #[tokio::test]
+    async fn remaining_follows_the_grant_then_an_extend() {
+        let server = nowhere();
+        let h = held(&server, "keeper-test:remaining");
+        keep(&server, &h, 60_000, Duration::from_secs(5), None);
+        assert!(near(remaining(&h), Duration::from_secs(5)));
+        // A second start for a kept lock changes nothing.
+        keep(&server, &h, 60_000, Duration::from_secs(50), None);
+        assert!(near(remaining(&h), Duration::from_secs(5)));
+
+        let p = pause(&h).await.expect("kept");
+        p.extended(90_000, Instant::now() + Duration::from_secs(20));
+        assert!(near(remaining(&h), Duration::from_secs(20)));
+
+        pause(&h).await.expect("kept").stop();
+        assert_eq!(remaining(&h), None);
+        assert!(pause(&h).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_redisson_unlock_keeps_renewing_only_a_lock_still_held() {
+        let server = nowhere();
+        let h = Held::new(&server, "keeper-test:redisson", "id:1", Kind::Redisson);
+        keep(&server, &h, 60_000, ms(60_000), None);
+        let p = pause_redisson(&server, &h.name, &h.owner)
+            .await
+            .expect("kept");
+        p.finish(Some(Unlocked::Decremented));
+        assert!(remaining(&h).is_some(), "one hold fewer: still kept");
+        let p = pause_redisson(&server, &h.name, &h.owner)
+            .await
+            .expect("kept");
+        p.finish(Some(Unlocked::Released));
+        assert_eq!(remaining(&h), None);
+        assert!(pause_redisson(&server, &h.name, &h.owner).await.is_none());
+    }
+}

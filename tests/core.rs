@@ -478,3 +478,57 @@ async fn an_ended_environment_stops_only_its_own_leases() {
     assert!(keeper::remaining(&late).is_none());
     keeper::end(&live_env);
 }
+
+#[tokio::test]
+async fn reentrant_try_lock_waits_out_the_holders_lease() {
+    use redislock_rs::locks::reentrant::{self, Wait};
+    let server = Server::start();
+    let shared = SharedConnection::shared(server.endpoint(4));
+    let mut conn = shared.get().await.expect("connect");
+    let mut check = raw(&server, 4).await;
+    let (name, me) = ("rlock", "me:1");
+    async fn try_lock(
+        conn: &mut impl redis::aio::ConnectionLike,
+        wait: Wait,
+    ) -> Result<bool, Error> {
+        let (name, channel, me) = ("rlock", "redisson_lock__channel:{rlock}", "me:1");
+        reentrant::try_lock(conn, &TokioTimer, None, name, channel, me, 10_000, wait).await
+    }
+    // Another holder, whose lease ends in 300 ms.
+    let _: () = redis::pipe()
+        .hset(name, "other:1", 1)
+        .pexpire(name, 300)
+        .query_async(&mut check)
+        .await
+        .expect("hold");
+
+    assert!(!try_lock(&mut conn, Wait::Once).await.expect("once"));
+    let started = Instant::now();
+    let held = try_lock(&mut conn, Wait::For(Duration::from_millis(50)))
+        .await
+        .expect("for 50 ms");
+    let waited = started.elapsed();
+    assert!(!held, "still held by the other");
+    assert!(waited >= Duration::from_millis(50), "waited {waited:?}");
+    assert!(waited < Duration::from_millis(250), "waited {waited:?}");
+
+    // Without wake-ups, the holder's PTTL ends the sleep: taken once the
+    // key expires, long before the deadline.
+    let started = Instant::now();
+    let held = try_lock(&mut conn, Wait::For(Duration::from_secs(5)))
+        .await
+        .expect("for 5 s");
+    let waited = started.elapsed();
+    assert!(held, "taken after the other's lease");
+    assert!(waited < Duration::from_secs(2), "waited {waited:?}");
+
+    // Re-entered at once: two holds.
+    assert!(try_lock(&mut conn, Wait::Once).await.expect("again"));
+    let count: i64 = redis::cmd("HGET")
+        .arg(name)
+        .arg(me)
+        .query_async(&mut check)
+        .await
+        .expect("hget");
+    assert_eq!(count, 2);
+}

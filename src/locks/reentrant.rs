@@ -5,18 +5,18 @@
 //! entry in node-redisson's event stream), so waiters of either library wake.
 //!
 //! The scripts are node-redisson's, byte for byte (so EVALSHA hashes match
-//! and both libraries share Redis's script cache). The wait loop subscribes
-//! before its first attempt and sleeps at most until the holder's lease ends
-//! or its own deadline, whichever is first (see [`try_lock`]).
+//! and both libraries share Redis's script cache). A `tryLock` is one
+//! `Attempt` of the one wait loop (`waiting::retry`): after its first failed
+//! attempt it subscribes, and it sleeps at most until the holder's lease
+//! ends or its own deadline, whichever is first (see [`try_lock`]).
 //!
 //! Written against `ConnectionLike`, a [`Timer`] and a [`Wakeups`] source, so
 //! it runs on either engine.
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures_util::future::{select, Either};
 use redis::aio::ConnectionLike;
 use redis::Value;
 
@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, is_positive_ms, not_positive_ms};
 use crate::locks::resend::{resent, Resend};
 use crate::transport::lua::Lua;
+use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::{Source, Wakeups};
 
@@ -245,11 +246,13 @@ pub enum Wait {
 }
 
 /// node-redisson's `tryLock`: attempts until the lock is taken or the wait
-/// is over. `true` when held. A first attempt that fails subscribes to the
-/// lock's channel, and every later attempt runs subscribed, so a release
-/// between a failed attempt and the sleep is never missed; each sleep ends on
-/// a release, at the holder's PTTL, or at the deadline. An uncontended call
-/// never subscribes.
+/// is over. `true` when held. One `Attempt` of the one wait loop
+/// (`retry::retry`): a first attempt that fails subscribes to the lock's
+/// channel and tries again at once, so a release between a failed attempt
+/// and the sleep is never missed; each sleep ends on a release, at the
+/// holder's PTTL (the attempt's hint), or at the deadline, and is followed
+/// by an attempt. An uncontended call never subscribes; a subscription that
+/// fails ends the call with its error.
 #[allow(clippy::too_many_arguments)]
 pub async fn try_lock<C: ConnectionLike>(
     conn: &mut C,
@@ -264,65 +267,65 @@ pub async fn try_lock<C: ConnectionLike>(
     check_name(name)?;
     check_ms(lease_ms, "lease time")?;
     let lease = lease_ms.to_string();
-    let deadline = match wait {
-        Wait::For(d) => Some(Instant::now() + d),
-        _ => None,
+    let retries = match wait {
+        Wait::Once => Retries::Count(0),
+        Wait::For(d) => match timer.now().checked_add(d) {
+            Some(deadline) => Retries::Until(deadline),
+            None => Retries::Forever,
+        },
+        Wait::Forever => Retries::Forever,
     };
-    let mut ttl = match attempt(conn, name, field, &lease).await? {
-        None => return Ok(true),
-        Some(ttl) => ttl,
+    // No pause of its own: the holder's PTTL, the deadline or a release
+    // ends each one.
+    let schedule = Schedule {
+        retries,
+        delay: Duration::MAX,
+        jitter: Duration::ZERO,
     };
-    let mut sub = match (wait, wakeups) {
-        (Wait::Once, _) => return Ok(false),
-        (_, None) => None,
-        (_, Some(w)) => Some(w.subscribe(channel).await?),
+    let mut one = Hold {
+        conn,
+        name,
+        field,
+        lease: &lease,
     };
-    loop {
-        if let Some(s) = sub.as_mut() {
-            s.mark();
-            // Subscribed now: this attempt's failure is covered.
-            ttl = match attempt(conn, name, field, &lease).await? {
-                None => return Ok(true),
-                Some(ttl) => ttl,
-            };
-        }
-        let left = match deadline {
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => return Ok(false),
-            },
-            None => None,
-        };
-        // The holder's lease bounds the sleep: past it the key has expired
-        // (a crashed holder is never announced). A key without a TTL (-1)
-        // or one that just vanished (-2) gets a short re-check.
-        let by_ttl = if ttl > 0 {
-            Duration::from_millis(ttl as u64)
-        } else {
-            Duration::from_millis(if ttl == -2 { 0 } else { 1000 })
-        };
-        let nap = match left {
-            Some(left) => left.min(by_ttl),
-            None => by_ttl,
-        };
-        match sub.as_mut() {
-            Some(s) => {
-                let woke = std::pin::pin!(s.wait());
-                let slept = timer.sleep(nap);
-                if let Either::Left((Err(e), _)) = select(woke, slept).await {
-                    return Err(e);
-                }
-            }
-            None => {
-                if !nap.is_zero() {
-                    timer.sleep(nap).await;
-                }
-                ttl = match attempt(conn, name, field, &lease).await? {
-                    None => return Ok(true),
-                    Some(ttl) => ttl,
-                };
-            }
-        }
+    let wake = wakeups.map(|w| (std::slice::from_ref(w), channel));
+    let waited = retry(&mut one, timer, &schedule, &|| 0.0, wake, None).await?;
+    Ok(waited.outcome.is_ok())
+}
+
+/// One `tryLock` attempt for `field` (see [`attempt`]): lost with the
+/// holder's PTTL in ms.
+struct Hold<'a, C> {
+    conn: &'a mut C,
+    name: &'a str,
+    field: &'a str,
+    lease: &'a str,
+}
+
+impl<C: ConnectionLike> Attempt for Hold<'_, C> {
+    type Won = ();
+    type Lost = i64;
+    const WAKEUPS_REQUIRED: bool = true;
+
+    async fn attempt(&mut self) -> Result<std::result::Result<(), i64>> {
+        let pttl = attempt(self.conn, self.name, self.field, self.lease).await?;
+        Ok(pttl.map_or(Ok(()), Err))
+    }
+
+    fn retry_within(pttl: &i64) -> Option<Duration> {
+        Some(retry_within(*pttl))
+    }
+}
+
+/// How long to sleep at most while the lock is held with `pttl`: the
+/// holder's lease bounds the sleep, as past it the key has expired (a
+/// crashed holder is never announced). A key without a TTL (-1) gets a
+/// re-check after a second, one that just vanished (-2) at once.
+fn retry_within(pttl: i64) -> Duration {
+    match pttl {
+        ms if ms > 0 => Duration::from_millis(ms as u64),
+        -2 => Duration::ZERO,
+        _ => Duration::from_millis(1000),
     }
 }
 

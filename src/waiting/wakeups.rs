@@ -157,6 +157,35 @@ impl Wakeups {
         Ok(sub)
     }
 
+    /// For tests without Redis: a source whose link counts as up and on
+    /// which `channel` is already confirmed, so [`subscribe`](Self::subscribe)
+    /// to it needs no server (the first one only: its drop forgets it).
+    /// [`announce`](Self::announce) stands in for a release seen.
+    #[cfg(test)]
+    pub(crate) fn offline(channel: &str) -> Arc<Wakeups> {
+        let spec = crate::transport::endpoint::EndpointSpec {
+            url: Some("redis://127.0.0.1:1".into()),
+            ..Default::default()
+        };
+        let endpoint = Endpoint::resolve(spec).expect("endpoint");
+        let w = Wakeups::new(&endpoint, Source::PubSub, &Handle::current());
+        w.epoch.store(1, Ordering::Release);
+        let chan = Arc::new(Channel {
+            generation: AtomicU64::new(0),
+            notify: Notify::new(),
+            poke: Notify::new(),
+            confirmed: AtomicU64::new(1),
+        });
+        locked(&w.channels).insert(channel.to_string(), (chan, 0));
+        w
+    }
+
+    /// A release of `channel` seen, as if announced by Redis.
+    #[cfg(test)]
+    pub(crate) fn announce(&self, channel: &str) {
+        self.released(channel);
+    }
+
     /// Runs `job` on the tokio runtime and waits for it from any executor.
     async fn on_runtime<T, F>(&self, job: F) -> Result<T>
     where
@@ -558,6 +587,19 @@ impl AnyRelease {
         (!subs.is_empty()).then_some(AnyRelease { subs })
     }
 
+    /// Subscribes to `channel` on every source, or fails with the first
+    /// error (a waiter that must not poll: node-redisson's `tryLock`).
+    pub async fn subscribe_every(sources: &[Arc<Wakeups>], channel: &str) -> Result<AnyRelease> {
+        if sources.is_empty() {
+            return Err(Error::Internal("no wake-up source to subscribe on".into()));
+        }
+        let mut subs = Vec::with_capacity(sources.len());
+        for w in sources {
+            subs.push(w.subscribe(channel).await?);
+        }
+        Ok(AnyRelease { subs })
+    }
+
     /// Call before each attempt (see [`Subscription::mark`]).
     pub fn mark(&mut self) {
         for s in &mut self.subs {
@@ -570,6 +612,10 @@ impl AnyRelease {
     /// only when none is left.
     pub async fn wait(&mut self) -> Result<()> {
         loop {
+            if let [one] = self.subs.as_mut_slice() {
+                // One server (the usual case): no boxing.
+                return one.wait().await;
+            }
             let (outcome, failed) = {
                 let waits = self.subs.iter_mut().map(|s| Box::pin(s.wait()));
                 let (outcome, index, _) = futures_util::future::select_all(waits).await;
