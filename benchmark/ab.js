@@ -1,0 +1,80 @@
+'use strict'
+
+/**
+ * Same-run A/B of two checkouts of redislock-rs (each with its addon built):
+ *
+ *   node benchmark/ab.js <dir A> <dir B> [--workers 1,16,128] [--rounds 5] [--ms 1500]
+ *
+ * Starts one redis-server, then for every worker count and round runs the
+ * redislock-rs contender of each checkout (its own benchmark/child.js, so
+ * each loads its own package and addon) in a child process, A and B
+ * alternating and the first one swapped every round, on the engine
+ * REDISLOCK_RS_ENGINE names (default: the JS-thread engine). Prints the
+ * medians and B ÷ A. Not a test: it fails only if a child does.
+ */
+
+const path = require('path')
+const { spawn } = require('child_process')
+const { startRedis } = require('../__test__/helpers/redis')
+
+const [dirA, dirB] = process.argv.slice(2).filter((a) => !a.startsWith('--'))
+const opt = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i > 0 ? process.argv[i + 1] : fallback
+}
+const WORKERS = opt('workers', '1,16,128').split(',').map(Number)
+const ROUNDS = Number(opt('rounds', 5))
+const MS = Number(opt('ms', 1500))
+const ENGINE = process.env.REDISLOCK_RS_ENGINE || 'js'
+
+function measure (dir, port, workers, round) {
+  const spec = {
+    id: ENGINE === 'tokio' ? 'redislock-rs-tokio' : 'redislock-rs',
+    host: '127.0.0.1',
+    port,
+    mode: 'uncontended',
+    workers,
+    warmupMs: 300,
+    durationMs: MS,
+    key: `ab:${path.basename(dir)}:${workers}:${round}`
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(dir, 'benchmark', 'child.js'), JSON.stringify(spec)], {
+      env: { ...process.env, REDISLOCK_RS_ENGINE: ENGINE },
+      stdio: ['ignore', 'pipe', 'inherit']
+    })
+    let out = ''
+    child.stdout.on('data', (d) => { out += d })
+    child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`${dir}: child exited ${code}`))
+      const m = JSON.parse(out.trim().split('\n').pop())
+      resolve(m.cyclesPerSec)
+    })
+  })
+}
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
+
+async function main () {
+  if (!dirA || !dirB) throw new Error('usage: node benchmark/ab.js <dir A> <dir B>')
+  const srv = await startRedis()
+  try {
+    console.log(`A = ${dirA}\nB = ${dirB}\nengine ${ENGINE}, ${ROUNDS} rounds × ${MS} ms, medians of cycles/s\n`)
+    console.log('| workers | A | B | B ÷ A | A min–max | B min–max |\n|---:|---:|---:|---:|---|---|')
+    for (const workers of WORKERS) {
+      const got = { A: [], B: [] }
+      for (let round = 0; round < ROUNDS; round++) {
+        const order = round % 2 ? ['B', 'A'] : ['A', 'B']
+        for (const which of order) got[which].push(await measure(which === 'A' ? dirA : dirB, srv.port, workers, round))
+      }
+      const a = median(got.A)
+      const b = median(got.B)
+      const span = (xs) => `${Math.round(Math.min(...xs))}–${Math.round(Math.max(...xs))}`
+      console.log(`| ${workers} | ${Math.round(a)} | ${Math.round(b)} | ${(b / a).toFixed(2)}× | ${span(got.A)} | ${span(got.B)} |`)
+    }
+  } finally {
+    await srv.stop()
+  }
+}
+
+main().catch((err) => { console.error(err); process.exit(1) })
