@@ -24,6 +24,7 @@
 
 const { spawn } = require('child_process')
 const fs = require('fs')
+const { threads, settle } = require('./process-stats')
 const os = require('os')
 const path = require('path')
 const { performance } = require('perf_hooks')
@@ -51,17 +52,7 @@ const ENGINE = process.env.REDISLOCK_RS_ENGINE || 'js'
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const mb = (n) => (n / 1048576).toFixed(1)
 
-function threads () {
-  const m = /^Threads:\s+(\d+)/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))
-  return m ? Number(m[1]) : NaN
-}
 
-async function settle () {
-  for (let i = 0; i < 5; i++) {
-    if (global.gc) global.gc()
-    await sleep(50)
-  }
-}
 
 /** A key of KEY_BYTES bytes for worker `w`, generation `gen`. */
 function keyFor (w, gen) {

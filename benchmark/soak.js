@@ -10,7 +10,7 @@
  */
 
 const { spawn } = require('child_process')
-const fs = require('fs')
+const { threads, settle } = require('./process-stats')
 const path = require('path')
 const { startRedis } = require('../__test__/helpers/redis')
 const redislock = require('..')
@@ -23,17 +23,7 @@ const CYCLES = arg('cycles', 1000000)
 const LOCKS = arg('locks', 100000)
 const CONCURRENCY = arg('concurrency', 64)
 
-function threads () {
-  const m = /^Threads:\s+(\d+)/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))
-  return m ? Number(m[1]) : NaN
-}
 
-async function settle () {
-  for (let i = 0; i < 5; i++) {
-    if (global.gc) global.gc()
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 function snapshot () {
   const m = process.memoryUsage()
