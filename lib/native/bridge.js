@@ -96,10 +96,9 @@ function makeOperations ({ Completer, LoopEngine, loopAcquire, loopRelease, loop
    * Called by the native side with the finished operations: each code is
    * `id << 2 | outcome` (0 = false, 1 = true, 2 = error, whose message is the
    * next string in `errors`, 3 = true with a value, the next string in
-   * `errors`: see src/node/done.rs). `settle` gets the outcome as a number
-   * (0, 1 or 3), and the value. A `settle` that throws (its lock object
-   * frozen, say) rejects its own operation's promise; the rest of the batch
-   * settles as usual.
+   * `errors`: see src/node/wire/done.rs). `settle` gets the outcome as a number
+   * (0, 1 or 3), and the value; the rest of a batch settles even when one
+   * settle throws (see `apply`).
    */
   function onDone (codes, errors) {
     let e = 0
@@ -118,11 +117,19 @@ function makeOperations ({ Completer, LoopEngine, loopAcquire, loopRelease, loop
       if (slot === undefined) continue // not ours: nothing to settle
       slots[id] = undefined
       freeIds.push(id)
-      try {
-        slot[0](slot[1], slot[2], err === null ? outcome : 0, err, slot[3], slot[4], value)
-      } catch (thrown) {
-        slot[4](thrown)
-      }
+      apply(slot, err === null ? outcome : 0, err, value)
+    }
+  }
+
+  /**
+   * Runs `slot`'s settle with an outcome; a settle that throws (its lock
+   * object frozen, say) rejects its own promise instead of escaping.
+   */
+  function apply (slot, outcome, err, value) {
+    try {
+      slot[0](slot[1], slot[2], outcome, err, slot[3], slot[4], value)
+    } catch (thrown) {
+      slot[4](thrown)
     }
   }
 
@@ -146,11 +153,7 @@ function makeOperations ({ Completer, LoopEngine, loopAcquire, loopRelease, loop
       // The native call refused its arguments (e.g. a lock field set to a
       // string by hand): reject through the promise like any other failure.
       freeIds.push(id)
-      try {
-        settle(lock, key, false, err, slot[3], slot[4])
-      } catch (thrown) {
-        slot[4](thrown)
-      }
+      apply(slot, false, err)
       return p
     }
     slots[id] = slot

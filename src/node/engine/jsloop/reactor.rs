@@ -294,9 +294,9 @@ impl Engine {
 
     /// The sink of environment `env`.
     pub(crate) fn sink_for(&self, env: *mut c_void) -> Option<Rc<dyn Sink>> {
-        // Each loaded instance of the addon has its own napi_env (a cleared
-        // require cache loads a second one), so this is that instance's
-        // onDone; the newest wins should one env ever register twice.
+        // One sink per environment: lib/native/bridge.js makes one LoopEngine
+        // per loaded addon, shared by every copy of the package over it; the
+        // newest wins should one environment ever register twice.
         self.sinks
             .borrow()
             .iter()
