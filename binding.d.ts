@@ -10,30 +10,27 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
- * Receives finished operations: `onDone(codes, errors)` is called on the
- * JavaScript thread with each code `id << 2 | 0 (false) / 1 (true) / 2
- * (error: its message is the next one in errors)`.
+ * Receives finished operations: `onDone(codes, values)` is called on the
+ * JavaScript thread with a batch (src/node/wire/done.rs). The operations
+ * themselves are declared once for both engines in src/node/entries.rs.
  */
 export declare class Completer {
   constructor(onDone: (arg: DoneArgs) => void)
-  /** `acquire` as operation `id` (see `token::acquire`): `true` when held. */
+  /** r" Takes `key` for `token` (redislock 1.3.0's acquire): `true` when held. */
   acquire(endpoint: number, id: number, key: string, token: string, ttl: number, retries: number, delay: number): void
-  /** `release` as operation `id` (see `token::release`): `false` when not ours. */
+  /** r" Deletes `key` if `token` holds it: `false` when not ours. */
   release(endpoint: number, id: number, key: string, token: string): void
-  /** `extend` as operation `id` (see `token::extend`): `false` when not ours. */
+  /** r" Sets `key`'s TTL to `ms` if `token` holds it: `false` when not ours. */
   extend(endpoint: number, id: number, key: string, token: string, ms: number): void
   /**
-   * A Redlock operation on several endpoints as operation `id` (see
-   * `quorum::run`).
+   * r" An operation of the redislock face's options beyond redislock 1.3.0
+   * r" (`nums` by `Slot`).
    */
-  quorum(endpoints: Array<number>, id: number, op: number, key: string, token: string, nums: Array<number>): void
-  /**
-   * An operation of the redislock face's options beyond redislock 1.3.0
-   * as operation `id` (see `lockx::run`).
-   */
-  lockx(endpoint: number, id: number, op: number, key: string, token: string, nums: Array<number>): void
-  /** A Redisson face operation as operation `id` (see `redisson::run`). */
-  redisson(endpoint: number, id: number, op: number, name: string, channel: string, field: string, aux: string, lease: number, wait: number, watch: Array<number>, adapter: string): void
+  lockx(endpoint: number, id: number, op: LockOp, key: string, token: string, nums: Array<number>): void
+  /** r" A Redlock operation on several endpoints (`nums` by `Slot`). */
+  quorum(endpoints: Array<number>, id: number, op: LockOp, key: string, token: string, nums: Array<number>): void
+  /** r" A Redisson face operation (`nums` by `Slot`). */
+  redisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Array<number>): void
 }
 
 /**
@@ -122,6 +119,36 @@ export interface EngineStats {
 }
 
 /**
+ * The option bits of a token lock's or Redlock's operation
+ * (`Slot::Flags`).
+ */
+export declare const enum Flag {
+  /** A fencing token from the key's counter (token lock). */
+  Fencing = 1,
+  /** Waiters wake on release; releases announce themselves. */
+  Wake = 2,
+  /** The lease keeper renews the lease until release. */
+  Keep = 4,
+}
+
+/** The grant as JavaScript sees it. */
+export interface Granted {
+  fencing?: bigint
+  ageUs: number
+}
+
+/**
+ * `inspect(client, key)`'s answer: the key's PTTL as Redis gives it (-2:
+ * no key, -1: no TTL), its owner token and its fencing counter (null
+ * when there is none).
+ */
+export interface Inspected {
+  pttl: number
+  owner?: string
+  fencing?: bigint
+}
+
+/**
  * Stops keeping the lease of `key` for `token` without touching Redis (the
  * lock object was garbage-collected while held: the key expires by TTL).
  */
@@ -147,48 +174,123 @@ export declare function keeperPoll(env: number): Array<number>
  */
 export declare function keeperRemaining(endpoint: number, key: string, token: string): number
 
+/** A token lock's or Redlock's operation (ops/lockx.rs, ops/quorum.rs). */
+export declare const enum LockOp {
+  Acquire = 0,
+  Release = 1,
+  Extend = 2,
+  /** What is known of a key (`inspect()`); the token lock only. */
+  Inspect = 3,
+}
+
 /**
  * Cancels the acquire registered as `cancel_id` in keeper environment
  * `env` (its `AbortSignal` fired); nothing if it is over.
  */
 export declare function lockxCancel(env: number, cancelId: number): void
 
-/**
- * `acquire` as operation `id` on the JS-thread engine (see
- * `token::acquire`): `true` when held.
- */
+/** r" Takes `key` for `token` (redislock 1.3.0's acquire): `true` when held. */
 export declare function loopAcquire(endpoint: number, id: number, key: string, token: string, ttl: number, retries: number, delay: number): void
 
-/**
- * `extend` as operation `id` on the JS-thread engine (see `token::extend`):
- * `false` when not ours.
- */
+/** r" Sets `key`'s TTL to `ms` if `token` holds it: `false` when not ours. */
 export declare function loopExtend(endpoint: number, id: number, key: string, token: string, ms: number): void
 
 /**
- * An operation of the redislock face's options beyond redislock 1.3.0 as
- * operation `id` on the JS-thread engine (see `lockx::run`).
+ * r" An operation of the redislock face's options beyond redislock 1.3.0
+ * r" (`nums` by `Slot`).
  */
-export declare function loopLockx(endpoint: number, id: number, op: number, key: string, token: string, nums: Array<number>): void
+export declare function loopLockx(endpoint: number, id: number, op: LockOp, key: string, token: string, nums: Array<number>): void
 
-/**
- * A Redlock operation on several endpoints as operation `id` on the
- * JS-thread engine (see `quorum::run`): every server's command goes out
- * from this thread, all at once.
- */
-export declare function loopQuorum(endpoints: Array<number>, id: number, op: number, key: string, token: string, nums: Array<number>): void
+/** r" A Redlock operation on several endpoints (`nums` by `Slot`). */
+export declare function loopQuorum(endpoints: Array<number>, id: number, op: LockOp, key: string, token: string, nums: Array<number>): void
 
-/**
- * A Redisson face operation as operation `id` on the JS-thread engine
- * (see `redisson::run`).
- */
-export declare function loopRedisson(endpoint: number, id: number, op: number, name: string, channel: string, field: string, aux: string, lease: number, wait: number, watch: Array<number>, adapter: string): void
+/** r" A Redisson face operation (`nums` by `Slot`). */
+export declare function loopRedisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Array<number>): void
 
-/**
- * `release` as operation `id` on the JS-thread engine (see
- * `token::release`): `false` when not ours.
- */
+/** r" Deletes `key` if `token` holds it: `false` when not ours. */
 export declare function loopRelease(endpoint: number, id: number, key: string, token: string): void
+
+/**
+ * How an operation ended; the binding exports the table for
+ * lib/native/wire.js.
+ */
+export declare const enum Outcome {
+  /** Not acquired, not ours, not held. */
+  No = 0,
+  Yes = 1,
+  /** A real failure: its `Error` is the next value. */
+  Failed = 2,
+  /** Yes, with a value: the next value. */
+  Value = 3,
+}
+
+/** What every server of a Redlock did, and the verdict (src/locks/quorum.rs). */
+export interface QuorumReport {
+  granted: boolean
+  /** Validity left at the end (ms; TTL − time spent − drift; may be negative). */
+  validityMs: number
+  attempts: number
+  /** One per server, in the order JavaScript gave them. */
+  servers: Array<ServerVote>
+}
+
+/** A Redisson lock's operation (ops/redisson.rs). */
+export declare const enum RedissonOp {
+  TryLock = 0,
+  Unlock = 1,
+  ForceUnlock = 2,
+  IsLocked = 3,
+}
+
+/** One server's part in a Redlock operation. */
+export interface ServerVote {
+  /**
+   * `acquired`, `held`, `released`, `extended`, `not-ours`, `timeout`,
+   * `unreachable` or `error`.
+   */
+  outcome: string
+  error?: string
+}
+
+/**
+ * Where each number sits in an operation's numbers. 0 means "none" or
+ * "the default" in every slot.
+ */
+export declare const enum Slot {
+  /**
+   * An acquire's TTL, an extend's new TTL, a Redlock release's TTL (for
+   * its default server timeout), a Redisson lease (ms).
+   */
+  Time = 0,
+  /** An acquire's retries (-1: until it is free). */
+  Retries = 1,
+  /** The pause between attempts (ms). */
+  Delay = 2,
+  /** The option bits (`Flag`). */
+  Flags = 3,
+  /** JavaScript's id for this hold with the lease keeper (0: none). */
+  Hold = 4,
+  /** The keeper environment (`keeperEnv()`) of the hold and the cancel id. */
+  Env = 5,
+  /** The longest event-loop lag the keeper allows (ms; 0: its default). */
+  MaxLagMs = 6,
+  /** The longest hold the keeper renews (ms; 0: no limit). */
+  MaxHoldMs = 7,
+  /** The id an `AbortSignal` cancels this acquire under (0: none). */
+  Cancel = 8,
+  /** Replicas that must acknowledge the write (0: none). */
+  Replicas = 9,
+  /** How long to wait for them (ms). */
+  ReplicaTimeoutMs = 10,
+  /** Redlock: each server's time to answer (0: `max(50, ttl / 100)`). */
+  ServerTimeoutMs = 11,
+  /** Redlock: the most random time added to a retry's delay (ms). */
+  JitterMs = 12,
+  /** Redisson: how long a `tryLock` waits (-1: forever; 0: one attempt). */
+  WaitMs = 13,
+  /** How many slots there are (not a slot). */
+  Count = 14,
+}
 
 /**
  * Stops the watchdog renewals of every lock held under the Redisson

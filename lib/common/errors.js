@@ -21,24 +21,16 @@ class LockAcquisitionError extends LockError {}
 class LockReleaseError extends LockError {}
 class LockExtendError extends LockError {}
 
-// The native layer prefixes its messages with a code: "[ERR_REDIS_TIMEOUT] ...".
-const CODE_PREFIX = /^\[([A-Z_]+)\] /
-
 /**
- * The message of a failure from the native layer (or anything else thrown),
- * with the native `[CODE] ` prefix moved to `err.code`. Returns
- * `{ message, code }` (`code` undefined when there was none).
+ * The message and code of a failure from the native layer (or anything
+ * else thrown): the native side's errors carry the core's code as
+ * `err.code` (`ERR_REDIS_TIMEOUT`, …: src/error.rs). Returns
+ * `{ message, code }` (`code` undefined for an error without such a code).
  */
 function nativeMessage (err) {
-  let message = err && typeof err.message === 'string' ? err.message : String(err)
-  const match = CODE_PREFIX.exec(message)
-  if (!match) return { message, code: undefined }
-  message = message.slice(match[0].length)
-  try {
-    err.message = message
-    err.code = match[1]
-  } catch (_) {}
-  return { message, code: match[1] }
+  const message = err && typeof err.message === 'string' ? err.message : String(err)
+  const code = err && typeof err.code === 'string' && err.code.startsWith('ERR_') ? err.code : undefined
+  return { message, code }
 }
 
 /**

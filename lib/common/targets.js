@@ -26,7 +26,7 @@ function targetFor (client, what = 'createLock') {
     try {
       native = new RedisConnection(options)
     } catch (err) {
-      const why = String(err && err.message).replace(/^\[[A-Z_]+\] /, '')
+      const why = String(err && err.message)
       throw new TypeError(`${what} expects ${CLIENT_KINDS}; got unusable settings: ${why}`, { cause: err })
     }
     // The JS-thread engine speaks to one server; a Redis Cluster is the

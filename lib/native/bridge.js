@@ -20,6 +20,9 @@
 
 const Promise = require('bluebird')
 const native = require('./loader')
+const { Outcome } = require('./wire')
+
+const { No: NO, Failed: FAILED, Value: VALUE } = Outcome
 
 const ENGINES = ['js', 'tokio']
 const requested = process.env.REDISLOCK_RS_ENGINE || undefined
@@ -93,15 +96,16 @@ function makeOperations ({ Completer, LoopEngine, loopAcquire, loopRelease, loop
   keepAlive.unref()
 
   /**
-   * Called by the native side with the finished operations: each code is
-   * `id << 2 | outcome` (0 = false, 1 = true, 2 = error, whose message is the
-   * next string in `errors`, 3 = true with a value, the next string in
-   * `errors`: see src/node/wire/done.rs). `settle` gets the outcome as a number
-   * (0, 1 or 3), and the value; the rest of a batch settles even when one
-   * settle throws (see `apply`).
+   * Called by the native side with the finished operations (the packing
+   * is src/node/wire/done.rs's): each code is `id << 2 | outcome`, an
+   * `Outcome`; a `Failed` outcome takes the next item of `values` (an
+   * Error whose `code` is the core's), a `Value` outcome the next one as
+   * its value. `settle` gets the outcome (`No`, `Yes` or `Value`) and the
+   * value; the rest of a batch settles even when one settle throws (see
+   * `apply`).
    */
-  function onDone (codes, errors) {
-    let e = 0
+  function onDone (codes, values) {
+    let v = 0
     const n = codes.length
     inflight -= n
     if (inflight === 0) keepAlive.unref()
@@ -112,12 +116,12 @@ function makeOperations ({ Completer, LoopEngine, loopAcquire, loopRelease, loop
       const outcome = code & 3
       let err = null
       let value
-      if (outcome === 2) err = new Error(errors[e++])
-      else if (outcome === 3) value = errors[e++]
+      if (outcome === FAILED) err = values[v++]
+      else if (outcome === VALUE) value = values[v++]
       if (slot === undefined) continue // not ours: nothing to settle
       slots[id] = undefined
       freeIds.push(id)
-      apply(slot, err === null ? outcome : 0, err, value)
+      apply(slot, err === null ? outcome : NO, err, value)
     }
   }
 
@@ -153,7 +157,7 @@ function makeOperations ({ Completer, LoopEngine, loopAcquire, loopRelease, loop
       // The native call refused its arguments (e.g. a lock field set to a
       // string by hand): reject through the promise like any other failure.
       freeIds.push(id)
-      apply(slot, false, err)
+      apply(slot, NO, err)
       return p
     }
     slots[id] = slot

@@ -1,23 +1,32 @@
 'use strict'
 
 /**
- * The numbers a native lock call takes, slot by slot: stated once here for
- * every caller (src/node/ops/lockx.rs reads them by position).
+ * The wire between JavaScript and native, JavaScript's half: the tables
+ * (operations, option bits, the slots of an operation's numbers, outcomes)
+ * come from the binding, where src/node/wire/ declares them once, so no
+ * number is copied here; `nums` fills an operation's numbers by slot name.
  */
+
+const { LockOp, RedissonOp, Flag, Slot, Outcome } = require('./loader')
+
+// Slot names as `nums` takes them: { time, retries, … } → Slot.Time, ….
+const SLOTS = Object.keys(Slot)
+  .filter((name) => name !== 'Count' && typeof Slot[name] === 'number')
+  .map((name) => [name[0].toLowerCase() + name.slice(1), Slot[name]])
 
 /**
- * The 11 numbers of a `lockx` call: the time (an acquire's TTL, an
- * extend's new TTL, else 0), retries, delay, the option bits (codes.js),
- * the keeper's hold id and environment id (0: none), the longest
- * event-loop lag and hold the keeper allows (ms, 0: no limit), the cancel
- * id (0: none), and the replicas that must acknowledge with their timeout
- * (0: none).
+ * An operation's numbers: `fields` by slot name (`time`, `retries`,
+ * `delay`, `flags`, `hold`, `env`, `maxLagMs`, `maxHoldMs`, `cancel`,
+ * `replicas`, `replicaTimeoutMs`, `serverTimeoutMs`, `jitterMs`,
+ * `waitMs`; see src/node/wire/nums.rs), 0 where not given.
  */
-function lockxNums (ms, retries, delay, flags, hold, env, maxLagMs, maxHoldMs, cancelId, replicas, replicaTimeoutMs) {
-  return [ms, retries, delay, flags, hold, env, maxLagMs, maxHoldMs, cancelId, replicas, replicaTimeoutMs]
+function nums (fields) {
+  const out = new Array(Slot.Count).fill(0)
+  for (let i = 0; i < SLOTS.length; i++) {
+    const v = fields[SLOTS[i][0]]
+    if (v !== undefined) out[SLOTS[i][1]] = v
+  }
+  return out
 }
 
-/** The slot of the cancel id in lockxNums. */
-const LOCKX_CANCEL = 8
-
-module.exports = { lockxNums, LOCKX_CANCEL }
+module.exports = { LockOp, RedissonOp, Flag, Slot, Outcome, nums }

@@ -32,8 +32,7 @@ const kExtra = Symbol('redislock-rs.extra')
 // The current (or last) hold: see newHold.
 const kHold = Symbol('redislock-rs.hold')
 
-const { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, F_KEEP } = require('../native/codes')
-const { lockxNums, LOCKX_CANCEL } = require('../native/wire')
+const { LockOp, Flag: { Keep: F_KEEP }, Outcome: { Value: VALUE }, nums } = require('../native/wire')
 const { extrasOf, describeKey, F_REPLICAS } = require('./options')
 const now = () => performance.now()
 
@@ -65,14 +64,14 @@ function settleAcquireX (lock, ctx, outcome, err, resolve, reject, value) {
   lock[kBusy] = false
   if (ctx.signal) ctx.signal.removeEventListener('abort', ctx.onAbort)
   if (err) return reject(wrapError(err, LockAcquisitionError))
-  if (outcome !== 3) {
+  if (outcome !== VALUE) {
     if (ctx.aborted) return reject(ctx.aborted)
     if (ctx.tryOnly) return resolve(false)
     return reject(new LockAcquisitionError('Could not acquire lock on "' + ctx.key + '"'))
   }
-  const colon = value.indexOf(':')
-  const fencing = colon > 0 ? BigInt(value.slice(0, colon)) : null
-  const expires = now() - Number(value.slice(colon + 1)) / 1000 + ctx.ttl
+  // `value`: the grant, { fencing (a bigint, or null), ageUs } (src/node/wire/done.rs).
+  const fencing = value.fencing == null ? null : value.fencing
+  const expires = now() - value.ageUs / 1000 + ctx.ttl
   if (ctx.aborted) {
     // Aborted while the winning attempt was in flight: give it back.
     const hold = newHold(expires, ctx.flags, ctx.hold, fencing)
@@ -116,8 +115,8 @@ function settleExtend (lock, key, extended, err, resolve, reject, value) {
     return reject(e)
   }
   if (extended) {
-    // From the call for a plain extend; from the reply's age for lockx.
-    const from = value === undefined ? lock[kExtendStarted] : now() - Number(value) / 1000
+    // From the call for a plain extend; from the reply's age (µs) for lockx.
+    const from = value === undefined ? lock[kExtendStarted] : now() - value / 1000
     hold.expires = from + lock[kExtendMs]
     return resolve()
   }
@@ -132,8 +131,8 @@ function submitRelease (lock, key, hold) {
     if (hold.flags === 0) {
       lock[kEngine].release(lock[kEndpoint], id, lock[kPrefix] + key, lock._id)
     } else {
-      lock[kEngine].lockx(lock[kEndpoint], id, OP_RELEASE, lock[kPrefix] + key, lock._id,
-        lockxNums(0, 0, 0, hold.flags & ~F_REPLICAS, hold.id, keeper.envId(), 0, 0, 0, 0, 0))
+      lock[kEngine].lockx(lock[kEndpoint], id, LockOp.Release, lock[kPrefix] + key, lock._id,
+        nums({ flags: hold.flags & ~F_REPLICAS, hold: hold.id, env: keeper.envId() }))
     }
   }
 }
@@ -240,16 +239,27 @@ class Lock {
       onAbort: null,
       aborted: null
     }
-    const nums = lockxNums(this.timeout, tryOnly ? 0 : this.retries, this.delay, flags & ~F_REPLICAS, ctx.hold, keeper.envId(),
-      keeper.maxLagMs(ae, this.timeout), ae === null ? 0 : (ae.maxHoldMs || 0), signal === null ? 0 : keeper.cancelId(),
-      extra === null ? 0 : extra.replicas, extra === null ? 0 : extra.replicaTimeout)
+    const cancel = signal === null ? 0 : keeper.cancelId()
+    const args = nums({
+      time: this.timeout,
+      retries: tryOnly ? 0 : this.retries,
+      delay: this.delay,
+      flags: flags & ~F_REPLICAS,
+      hold: ctx.hold,
+      env: keeper.envId(),
+      maxLagMs: keeper.maxLagMs(ae, this.timeout),
+      maxHoldMs: ae === null ? 0 : (ae.maxHoldMs || 0),
+      cancel,
+      replicas: extra === null ? 0 : extra.replicas,
+      replicaTimeoutMs: extra === null ? 0 : extra.replicaTimeout
+    })
     this[kBusy] = true
     let p = start(settleAcquireX, this, ctx, function (id) {
-      lock[kEngine].lockx(lock[kEndpoint], id, OP_ACQUIRE, lock[kPrefix] + key, lock._id, nums)
+      lock[kEngine].lockx(lock[kEndpoint], id, LockOp.Acquire, lock[kPrefix] + key, lock._id, args)
     })
     // Rejects at once on abort; an attempt in flight that wins is released
     // (settleAcquireX).
-    if (signal !== null) p = abortable(p, signal, ctx, key, nums[LOCKX_CANCEL])
+    if (signal !== null) p = abortable(p, signal, ctx, key, cancel)
     return fn === undefined ? p : p.nodeify(fn)
   }
 
@@ -284,9 +294,15 @@ class Lock {
     const p = start(settleExtend, this, key, function (id) {
       if (hold.flags & (F_KEEP | F_REPLICAS)) {
         const extra = lock[kExtra]
-        lock[kEngine].lockx(lock[kEndpoint], id, OP_EXTEND, lock[kPrefix] + key, lock._id,
-          lockxNums(time, 0, 0, hold.flags & ~F_REPLICAS, hold.id, keeper.envId(), 0, 0, 0,
-            hold.flags & F_REPLICAS ? extra.replicas : 0, hold.flags & F_REPLICAS ? extra.replicaTimeout : 0))
+        const replicas = hold.flags & F_REPLICAS
+        lock[kEngine].lockx(lock[kEndpoint], id, LockOp.Extend, lock[kPrefix] + key, lock._id, nums({
+          time,
+          flags: hold.flags & ~F_REPLICAS,
+          hold: hold.id,
+          env: keeper.envId(),
+          replicas: replicas ? extra.replicas : 0,
+          replicaTimeoutMs: replicas ? extra.replicaTimeout : 0
+        }))
       } else {
         lock[kEngine].extend(lock[kEndpoint], id, lock[kPrefix] + key, lock._id, time)
       }

@@ -8,7 +8,7 @@
 
 const inspect = require('util').inspect
 const keeper = require('../common/keeper')
-const { F_FENCING, F_WAKE, F_KEEP } = require('../native/codes')
+const { Flag: { Fencing: F_FENCING, Wake: F_WAKE, Keep: F_KEEP } } = require('../native/wire')
 
 // Not a native bit: marks a hold whose extend must go through lockx.
 const F_REPLICAS = 8

@@ -19,19 +19,11 @@ const holds = require('../common/holds')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('../common/errors')
 const { signalOption, abortedError, abortable } = require('../common/abort')
 
-const { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, F_WAKE, F_KEEP } = require('../native/codes')
+const { LockOp, Flag: { Wake: F_WAKE, Keep: F_KEEP }, nums } = require('../native/wire')
 const now = () => performance.now()
 
-/** The native report: { granted, validityMs, attempts, servers: [{ outcome, error? }] }. */
-function parse (value) {
-  const lines = String(value).split('\n')
-  const [granted, validity, attempts] = lines[0].split(' ')
-  const servers = lines.slice(1).map((line) => {
-    const tab = line.indexOf('\t')
-    return tab < 0 ? { outcome: line } : { outcome: line.slice(0, tab), error: line.slice(tab + 1) }
-  })
-  return { granted: granted === '1', validityMs: Number(validity), attempts: Number(attempts), servers }
-}
+// Each operation's value is the native report (src/node/wire/done.rs
+// `QuorumReport`): { granted, validityMs, attempts, servers: [{ outcome, error? }] }.
 
 /** How many of `n` servers are a majority. */
 const majority = (n) => Math.floor(n / 2) + 1
@@ -56,7 +48,7 @@ function tally (servers) {
 function withServers (err, lock, report) {
   err.servers = report.servers.map((s, i) => {
     const entry = { server: lock._serverNames[i], outcome: s.outcome }
-    if (s.error !== undefined) entry.error = s.error
+    if (s.error != null) entry.error = s.error
     return entry
   })
   return err
@@ -67,12 +59,12 @@ function settleAcquire (lock, ctx, outcome, err, resolve, reject, value) {
   const key = ctx.key
   if (ctx.signal !== null) ctx.signal.removeEventListener('abort', ctx.onAbort)
   if (err) return reject(wrapError(err, LockAcquisitionError))
-  const r = parse(value)
+  const r = value
   const n = r.servers.length
   const need = majority(n)
   if (ctx.aborted !== null) {
     // Aborted while the winning attempt was in flight: give it back.
-    if (r.granted) start(quietly, lock, key, lock._submit(OP_RELEASE, key, [lock.timeout, lock.serverTimeout, lock._flags()]))
+    if (r.granted) start(quietly, lock, key, lock._submit(LockOp.Release, key, lock._nums(lock.timeout)))
     return reject(ctx.aborted)
   }
   if (!r.granted) {
@@ -103,7 +95,7 @@ function quietly () {}
 function settleRelease (lock, key, outcome, err, resolve, reject, value) {
   if (err) return reject(wrapError(err, LockReleaseError))
   forget(lock)
-  const r = parse(value)
+  const r = value
   if (!r.granted) {
     const n = r.servers.length
     const done = r.servers.filter((s) => s.outcome === 'released').length
@@ -118,7 +110,7 @@ function settleRelease (lock, key, outcome, err, resolve, reject, value) {
 
 function settleExtend (lock, key, outcome, err, resolve, reject, value) {
   if (err) return reject(wrapError(err, LockExtendError))
-  const r = parse(value)
+  const r = value
   if (r.granted) {
     lock._validUntil = now() + r.validityMs
     return resolve()
@@ -247,11 +239,21 @@ class QuorumLock {
     const ae = this._autoExtend
     this._holdId = ae === null ? 0 : keeper.holdId()
     const cancelId = signal === null ? 0 : keeper.cancelId()
-    const nums = [this.timeout, tryOnly ? 0 : this.retries, this.delay, this.serverTimeout, this.retryJitter,
-      this._flags(), this._holdId, keeper.envId(),
-      keeper.maxLagMs(ae, this.timeout), ae === null ? 0 : (ae.maxHoldMs || 0), cancelId]
+    const args = nums({
+      time: this.timeout,
+      retries: tryOnly ? 0 : this.retries,
+      delay: this.delay,
+      serverTimeoutMs: this.serverTimeout,
+      jitterMs: this.retryJitter,
+      flags: this._flags(),
+      hold: this._holdId,
+      env: keeper.envId(),
+      maxLagMs: keeper.maxLagMs(ae, this.timeout),
+      maxHoldMs: ae === null ? 0 : (ae.maxHoldMs || 0),
+      cancel: cancelId
+    })
     const ctx = { key, signal, onAbort: null, aborted: null, tryOnly }
-    let p = start(settleAcquire, this, ctx, this._submit(OP_ACQUIRE, key, nums))
+    let p = start(settleAcquire, this, ctx, this._submit(LockOp.Acquire, key, args))
     if (signal !== null) p = abortable(p, signal, ctx, key, cancelId)
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -259,7 +261,7 @@ class QuorumLock {
   /** Deletes the lock on every server where it is still ours. */
   release (fn) {
     if (!this._locked) return rejected(new LockReleaseError('Lock has not been acquired'), fn)
-    const p = this._run(settleRelease, this._key, OP_RELEASE, [this.timeout, this.serverTimeout, this._flags()])
+    const p = this._run(settleRelease, this._key, LockOp.Release, this._nums(this.timeout))
     return fn === undefined ? p : p.nodeify(fn)
   }
 
@@ -268,7 +270,7 @@ class QuorumLock {
     const bad = extendTimeError(time)
     if (bad !== null) return rejected(bad, fn)
     if (!this._locked) return rejected(new LockExtendError('Lock has not been acquired'), fn)
-    const p = this._run(settleExtend, this._key, OP_EXTEND, [time, this.serverTimeout, this._flags()])
+    const p = this._run(settleExtend, this._key, LockOp.Extend, this._nums(time))
     return fn === undefined ? p : p.nodeify(fn)
   }
 
@@ -296,6 +298,11 @@ class QuorumLock {
   /** Releases the lock if it is held (`await using lock = …`). */
   [Symbol.asyncDispose] () {
     return this._locked ? this.release() : Promise.resolve()
+  }
+
+  /** A release's or extend's numbers: `time` (the lock's TTL; the new TTL). */
+  _nums (time) {
+    return nums({ time, serverTimeoutMs: this.serverTimeout, flags: this._flags() })
   }
 
   _flags () {

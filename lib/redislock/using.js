@@ -11,8 +11,7 @@ const { start } = require('../native/bridge')
 const { targetFor } = require('../common/targets')
 const { LockAcquisitionError, wrapError } = require('../common/errors')
 
-const { OP_INSPECT } = require('../native/codes')
-const { lockxNums } = require('../native/wire')
+const { LockOp, nums } = require('../native/wire')
 
 /**
  * Acquires `key` (autoExtend on unless `options.autoExtend` says
@@ -63,11 +62,11 @@ async function using (client, key, options, routine) {
 
 function settleInspect (_, key, outcome, err, resolve, reject, value) {
   if (err) return reject(wrapError(err, LockAcquisitionError))
-  const [pttl, fencing, ...rest] = String(value).split('\n')
-  const ttl = Number(pttl)
+  // `value`: { pttl, owner, fencing } (src/node/wire/done.rs `Inspected`).
+  const ttl = value.pttl
   const out = { held: ttl !== -2, ttlMs: ttl >= 0 ? ttl : (ttl === -1 ? Infinity : 0) }
-  if (out.held) out.owner = rest.join('\n')
-  if (fencing !== '') out.fencingToken = BigInt(fencing)
+  if (out.held) out.owner = value.owner == null ? '' : value.owner
+  if (value.fencing != null) out.fencingToken = value.fencing
   resolve(out)
 }
 
@@ -87,7 +86,7 @@ function inspect (client, key) {
     return Promise.reject(err)
   }
   return start(settleInspect, null, key, function (id) {
-    target.engine.lockx(target.endpoint, id, OP_INSPECT, target.prefix + key, '', lockxNums(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+    target.engine.lockx(target.endpoint, id, LockOp.Inspect, target.prefix + key, '', nums({}))
   }, Promise)
 }
 

@@ -15,15 +15,15 @@ const { RedissonLockError, nativeMessage } = require('../common/errors')
 const { newHold, lose, signalOf } = require('../common/holds')
 const { TimeUnit } = require('./timeunit')
 
-const {
-  REDISSON_TRY_LOCK: TRY_LOCK, REDISSON_UNLOCK: UNLOCK, REDISSON_FORCE_UNLOCK: FORCE_UNLOCK, REDISSON_IS_LOCKED: IS_LOCKED
-} = require('../native/codes')
-// Outcome 3: an unlock that released the last hold (src/node/done.rs).
-const RELEASED = 3
+const { RedissonOp: { TryLock: TRY_LOCK, Unlock: UNLOCK, ForceUnlock: FORCE_UNLOCK, IsLocked: IS_LOCKED }, Outcome, nums } = require('../native/wire')
+// An unlock that released the last hold answers with a value (src/node/ops/redisson.rs).
+const RELEASED = Outcome.Value
+const YES = Outcome.Yes
+const NO = Outcome.No
 
 const MAX_MS = BigInt(Number.MAX_SAFE_INTEGER)
-// A fixed lease: no watchdog (else [env, hold id, max event-loop lag ms]).
-const NO_WATCH = []
+// The numbers of an operation that takes none.
+const NONE = Object.freeze({})
 
 /** node-redisson's `prefixName`: braces unless the name starts with one. */
 function prefixName (prefix, name) {
@@ -91,7 +91,7 @@ function settleTryLock (lock, ctx, outcome, err, resolve, reject) {
       })
     }
   }
-  resolve(outcome === 1)
+  resolve(outcome === YES)
 }
 
 /** This object's holds are over (released, or found not ours). */
@@ -110,7 +110,7 @@ function endHolds (lock, lostReason) {
 
 function settleUnlock (lock, _, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
-  if (outcome === 0) {
+  if (outcome === NO) {
     if (lock._count > 0) endHolds(lock, 'expired')
     return reject(new RedissonLockError('attempt to unlock lock, not locked by current client', lock._name, lock._redisson._id, lock._clientId))
   }
@@ -125,13 +125,13 @@ function settleUnlock (lock, _, outcome, err, resolve, reject) {
 
 function settleForce (lock, _, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
-  if (outcome !== 0 && lock._count > 0) endHolds(lock, null)
-  resolve(outcome !== 0)
+  if (outcome !== NO && lock._count > 0) endHolds(lock, null)
+  resolve(outcome !== NO)
 }
 
 function settleBool (lock, _, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
-  resolve(outcome !== 0)
+  resolve(outcome !== NO)
 }
 
 class RLock {
@@ -202,20 +202,24 @@ class RLock {
     } catch (err) {
       return Promise.reject(err)
     }
+    const fields = { time: lease === null ? this._leaseMs : lease, waitMs: wait }
     let watch = null
-    let nums = NO_WATCH
     if (lease === null) {
+      // The watchdog: this hold's id, its environment, the longest event-loop lag.
       watch = watched.get(this._watchKey) || { key: this._watchKey, id: keeper.holdId(), holds: new Set() }
-      nums = [keeper.envId(), watch.id, Math.max(30000, 3 * this._redisson._watchdogMs)]
+      fields.hold = watch.id
+      fields.env = keeper.envId()
+      fields.maxLagMs = Math.max(30000, 3 * this._redisson._watchdogMs)
     }
     let undo = ''
     const replicas = this._redisson._replicas
     if (replicas !== null) {
       // An unacknowledged grant is given back as an unlock, under its own latch.
-      nums = [...(nums.length ? nums : [0, 0, 0]), ...replicas]
+      fields.replicas = replicas[0]
+      fields.replicaTimeoutMs = replicas[1]
       undo = this._latch()
     }
-    return this._run(settleTryLock, { lease, watch }, TRY_LOCK, undo, lease === null ? this._leaseMs : lease, wait, nums)
+    return this._run(settleTryLock, { lease, watch }, TRY_LOCK, undo, fields)
   }
 
   /** Takes the lock, waiting as long as it takes. */
@@ -228,7 +232,7 @@ class RLock {
    * Rejects with RedissonLockError when this client does not hold it.
    */
   unlock () {
-    return this._run(settleUnlock, null, UNLOCK, this._latch(), this._leaseMs, 0, NO_WATCH)
+    return this._run(settleUnlock, null, UNLOCK, this._latch(), { time: this._leaseMs })
   }
 
   /** A fresh unlock latch's name (node-redisson's, in the lock's slot). */
@@ -238,23 +242,25 @@ class RLock {
 
   /** Deletes the lock whoever holds it; `true` when there was one. */
   forceUnlock () {
-    return this._run(settleForce, null, FORCE_UNLOCK, '', 0, 0, NO_WATCH)
+    return this._run(settleForce, null, FORCE_UNLOCK, '', NONE)
   }
 
   /** Whether anyone holds the lock. */
   isLocked () {
-    return this._run(settleBool, null, IS_LOCKED, '', 0, 0, NO_WATCH)
+    return this._run(settleBool, null, IS_LOCKED, '', NONE)
   }
 
-  _run (settle, extra, op, aux, lease, wait, watch) {
+  /** Operation `op` with latch `aux` and `fields` (lib/native/wire.js `nums`). */
+  _run (settle, extra, op, aux, fields) {
     const r = this._redisson
     if (r._closed) {
       return Promise.reject(new RedissonLockError('this Redisson instance has been closed by quit()', this._name, r._id, this._clientId))
     }
     const lock = this
     const t = r._target
+    const args = nums(fields)
     return start(settle, this, extra, function (id) {
-      t.engine.redisson(t.endpoint, id, op, lock._key, lock._channel, lock._field, aux, lease, wait, watch, r._adapter)
+      t.engine.redisson(t.endpoint, id, op, lock._key, lock._channel, lock._field, aux, r._adapter, args)
     }, Promise)
   }
 

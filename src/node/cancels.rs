@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::cancel::Cancel;
 
 /// The acquires that can be cancelled now, by (environment, cancel id).
@@ -37,11 +38,10 @@ impl Drop for CancelSlot {
 }
 
 /// Registers an operation's cancel id before it is started, so that a
-/// [`cancel`] right after the call is never lost: `nums[env]` is its
-/// environment and `nums[id]` its cancel id (0: none; each face's layout
-/// says where they sit).
-pub(crate) fn cancel_slot_at(nums: &[f64], env: usize, id: usize) -> Option<CancelSlot> {
-    let (env, id) = (*nums.get(env)?, *nums.get(id)?);
+/// [`cancel`] right after the call is never lost: `Slot::Env` is its
+/// environment and `Slot::Cancel` its cancel id (0: none).
+pub(crate) fn cancel_slot_of(nums: &Nums) -> Option<CancelSlot> {
+    let (env, id) = (nums.get(Slot::Env), nums.get(Slot::Cancel));
     if !(id >= 1.0 && id <= u32::MAX as f64 && env >= 0.0 && env <= u32::MAX as f64) {
         return None;
     }

@@ -91,10 +91,10 @@ pub struct RedisConnection {
 #[napi]
 impl RedisConnection {
     #[napi(constructor, catch_unwind)]
-    pub fn new(options: ConnectOptions) -> napi::Result<Self> {
+    pub fn new(options: ConnectOptions) -> napi::Result<Self, &'static str> {
         let endpoint = Endpoint::resolve(options.into()).map_err(to_napi)?;
         Ok(RedisConnection {
-            id: intern(endpoint)?,
+            id: intern(endpoint).map_err(to_napi)?,
         })
     }
 

@@ -3,13 +3,16 @@
 //! engine (the keeper's environments, cancels, endpoint names). Beside it:
 //! `connect` (`RedisConnection`), `targets` (the endpoint registry),
 //! `runtime` (the tokio thread), `wake`, `envs` and `cancels` (shared
-//! wiring), `wire` (outcomes, errors, codes), `ops` (each face's
-//! operations) and `engine` (the tokio and JS-thread engines that run them).
+//! wiring), `wire` (outcomes, errors, codes, slots), `ops` (each face's
+//! operations), `engine` (the tokio and JS-thread engines that run them)
+//! and `entries` (each operation's napi entries, declared once for both).
 
 mod cancels;
 #[cfg_attr(test, allow(dead_code))]
 mod connect;
 mod engine;
+#[cfg_attr(test, allow(dead_code))]
+mod entries;
 #[cfg_attr(test, allow(dead_code))]
 mod envs;
 #[cfg_attr(test, allow(dead_code))]
@@ -56,7 +59,7 @@ pub fn keeper_env(env: Env) -> napi::Result<u32> {
 /// locks it has lost since the last call, flat (hold id, reason code, ...).
 #[cfg_attr(test, allow(dead_code))]
 #[napi(catch_unwind)]
-pub fn keeper_poll(env: u32) -> napi::Result<Vec<u32>> {
+pub fn keeper_poll(env: u32) -> napi::Result<Vec<u32>, &'static str> {
     envs::poll(env).map_err(to_napi)
 }
 
@@ -64,7 +67,11 @@ pub fn keeper_poll(env: u32) -> napi::Result<Vec<u32>> {
 /// to run, in ms; -1 when the keeper does not keep it.
 #[cfg_attr(test, allow(dead_code))]
 #[napi(catch_unwind)]
-pub fn keeper_remaining(endpoint: u32, key: String, token: String) -> napi::Result<f64> {
+pub fn keeper_remaining(
+    endpoint: u32,
+    key: String,
+    token: String,
+) -> napi::Result<f64, &'static str> {
     let target = target(endpoint).map_err(to_napi)?;
     Ok(ops::lockx::remaining(&target, &key, &token))
 }
@@ -81,7 +88,7 @@ pub fn lockx_cancel(env: u32, cancel_id: u32) {
 /// lock object was garbage-collected while held: the key expires by TTL).
 #[cfg_attr(test, allow(dead_code))]
 #[napi(catch_unwind)]
-pub fn keeper_drop(endpoint: u32, key: String, token: String) -> napi::Result<()> {
+pub fn keeper_drop(endpoint: u32, key: String, token: String) -> napi::Result<(), &'static str> {
     let target = target(endpoint).map_err(to_napi)?;
     ops::lockx::drop_kept(&target, &key, &token);
     Ok(())
@@ -90,6 +97,6 @@ pub fn keeper_drop(endpoint: u32, key: String, token: String) -> napi::Result<()
 /// How an endpoint is named in errors (`host:port/db`, `unix:path/db`).
 #[cfg_attr(test, allow(dead_code))]
 #[napi(catch_unwind)]
-pub fn endpoint_name(endpoint: u32) -> napi::Result<String> {
+pub fn endpoint_name(endpoint: u32) -> napi::Result<String, &'static str> {
     Ok(target(endpoint).map_err(to_napi)?.endpoint.describe())
 }

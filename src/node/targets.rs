@@ -80,13 +80,13 @@ struct Targets {
 
 static TARGETS: LazyLock<Mutex<Targets>> = LazyLock::new(Mutex::default);
 
-pub(crate) fn intern(endpoint: Endpoint) -> napi::Result<u32> {
+pub(crate) fn intern(endpoint: Endpoint) -> crate::error::Result<u32> {
     let mut t = TARGETS.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(id) = t.ids.get(&endpoint) {
         return Ok(*id);
     }
-    let id =
-        u32::try_from(t.by_id.len()).map_err(|_| napi::Error::from_reason("too many endpoints"))?;
+    let id = u32::try_from(t.by_id.len())
+        .map_err(|_| crate::error::Error::Internal("too many endpoints".into()))?;
     t.by_id.push(Arc::new(Target {
         endpoint: Arc::new(endpoint.clone()),
         shared: SharedConnection::shared(endpoint.clone()),

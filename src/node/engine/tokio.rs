@@ -24,11 +24,12 @@ use napi::threadsafe_function::{
 use napi_derive::napi;
 
 use crate::error::{Error as CoreError, Result};
-use crate::locks::token::{self, AcquireOptions};
-use crate::node::ops::{lockx, quorum, redisson};
+use crate::node::engine::contract::Engine;
 use crate::node::runtime::runtime;
-use crate::node::targets::{target, targets};
-use crate::node::wire::done::{panicked, Done, DoneArgs, Outcome};
+use crate::node::targets::{target, Lane, Target};
+use crate::node::wire::done::{panicked, Done, DoneArgs, Reply};
+use crate::transport::connection::SharedConnection;
+use crate::waiting::timer::{Timer, TokioTimer};
 
 /// Items handed from one thread to another in batches. The sender wakes
 /// the receiver only for the first item of a batch: a wake-up costs a
@@ -73,7 +74,7 @@ struct CompleterShared {
 }
 
 impl CompleterShared {
-    fn finish<T: Outcome>(&self, id: u32, outcome: Result<T>) {
+    fn finish<T: Into<Reply>>(&self, id: u32, outcome: Result<T>) {
         let wake = self.done.post(|done| done.record(id, outcome));
         if wake {
             self.waker.call((), ThreadsafeFunctionCallMode::NonBlocking);
@@ -83,13 +84,13 @@ impl CompleterShared {
     /// Runs `op` on the runtime and reports its outcome as operation `id`.
     fn run<F, T>(self: &Arc<Self>, id: u32, op: F)
     where
-        T: Outcome + Send + 'static,
+        T: Into<Reply> + Send + 'static,
         F: Future<Output = Result<T>> + Send + 'static,
     {
         let this = Arc::clone(self);
         let Some(rt) = runtime() else {
             let why = "could not start the Tokio runtime thread";
-            return this.finish::<bool>(id, Err(CoreError::Internal(why.into())));
+            return this.finish::<Reply>(id, Err(CoreError::Internal(why.into())));
         };
         let job: Job = Box::pin(async move {
             // A panic inside an operation must still settle its promise, or
@@ -118,9 +119,9 @@ async fn drain_inbox() {
     }
 }
 
-/// Receives finished operations: `onDone(codes, errors)` is called on the
-/// JavaScript thread with each code `id << 2 | 0 (false) / 1 (true) / 2
-/// (error: its message is the next one in errors)`.
+/// Receives finished operations: `onDone(codes, values)` is called on the
+/// JavaScript thread with a batch (src/node/wire/done.rs). The operations
+/// themselves are declared once for both engines in src/node/entries.rs.
 #[napi]
 pub struct Completer {
     shared: Arc<CompleterShared>,
@@ -138,148 +139,60 @@ impl Completer {
             .weak::<true>()
             .build_callback(move |_ctx: ThreadsafeCallContext<()>| {
                 let batch = for_js.take();
-                Ok(FnArgs::from((batch.codes, batch.errors)))
+                Ok(FnArgs::from((batch.codes, batch.values)))
             })?;
         Ok(Completer {
             shared: Arc::new(CompleterShared { done, waker }),
         })
     }
+}
 
-    /// `acquire` as operation `id` (see `token::acquire`): `true` when held.
-    #[napi(catch_unwind)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn acquire(
-        &self,
-        endpoint: u32,
-        id: u32,
-        key: String,
-        token: String,
-        ttl: f64,
-        retries: f64,
-        delay: f64,
-    ) {
-        self.shared.run(id, async move {
-            let inner = target(endpoint)?.shared.clone();
-            let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
-            let mut c = inner.get().await?;
-            token::acquire(
-                &mut c,
-                &crate::waiting::timer::TokioTimer,
-                &key,
-                &token,
-                &opts,
-            )
-            .await
-        });
+impl Completer {
+    /// Runs `op` on the tokio thread as operation `id` (src/node/entries.rs).
+    pub(crate) fn spawn<F, T>(&self, id: u32, op: F)
+    where
+        T: Into<Reply> + Send + 'static,
+        F: Future<Output = Result<T>> + Send + 'static,
+    {
+        self.shared.run(id, op);
+    }
+}
+
+/// The tokio engine for the operations: the endpoint's shared connection
+/// (or a lane of its own), tokio's timer.
+pub(crate) struct Tokio;
+
+/// Where a tokio operation's connections come from; a lane goes back to
+/// its target when the operation ends.
+pub(crate) struct TokioRoute {
+    _lane: Option<Lane>,
+    conn: Arc<SharedConnection>,
+}
+
+impl Engine for Tokio {
+    type Conn = crate::transport::connection::Conn;
+    type Route = TokioRoute;
+
+    fn shared(endpoint: u32) -> Result<TokioRoute> {
+        Ok(TokioRoute {
+            _lane: None,
+            conn: Arc::clone(&target(endpoint)?.shared),
+        })
     }
 
-    /// `release` as operation `id` (see `token::release`): `false` when not ours.
-    #[napi(catch_unwind)]
-    pub fn release(&self, endpoint: u32, id: u32, key: String, token: String) {
-        self.shared.run(id, async move {
-            let inner = target(endpoint)?.shared.clone();
-            let mut c = inner.get().await?;
-            token::release(&mut c, &key, &token).await
-        });
+    fn lane(_endpoint: u32, target: &Arc<Target>) -> TokioRoute {
+        let lane = target.lane();
+        TokioRoute {
+            conn: Arc::clone(lane.conn()),
+            _lane: Some(lane),
+        }
     }
 
-    /// `extend` as operation `id` (see `token::extend`): `false` when not ours.
-    #[napi(catch_unwind)]
-    pub fn extend(&self, endpoint: u32, id: u32, key: String, token: String, ms: f64) {
-        self.shared.run(id, async move {
-            let inner = target(endpoint)?.shared.clone();
-            let ms = crate::limits::extension_from_number(ms)?;
-            let mut c = inner.get().await?;
-            token::extend(&mut c, &key, &token, ms).await
-        });
+    fn connect(route: &TokioRoute) -> impl Future<Output = Result<Self::Conn>> {
+        route.conn.get()
     }
 
-    /// A Redlock operation on several endpoints as operation `id` (see
-    /// `quorum::run`).
-    #[napi(catch_unwind)]
-    pub fn quorum(
-        &self,
-        endpoints: Vec<u32>,
-        id: u32,
-        op: u32,
-        key: String,
-        token: String,
-        nums: Vec<f64>,
-    ) {
-        let cancel = quorum::cancel_slot(op, &nums);
-        self.shared.run(id, async move {
-            let targets = targets(&endpoints)?;
-            let shared: Vec<_> = targets.iter().map(|t| Arc::clone(&t.shared)).collect();
-            let connect = |i: usize| shared[i].get();
-            let timer = crate::waiting::timer::TokioTimer;
-            quorum::run(op, targets, connect, &timer, &key, &token, &nums, cancel).await
-        });
-    }
-
-    /// An operation of the redislock face's options beyond redislock 1.3.0
-    /// as operation `id` (see `lockx::run`).
-    #[napi(catch_unwind)]
-    pub fn lockx(
-        &self,
-        endpoint: u32,
-        id: u32,
-        op: u32,
-        key: String,
-        token: String,
-        nums: Vec<f64>,
-    ) {
-        let cancel = lockx::cancel_slot(&nums);
-        self.shared.run(id, async move {
-            let req = lockx::Request::parse(op, key, token, &nums, cancel)?;
-            let target = target(endpoint)?;
-            // WAIT blocks its connection: replica-acknowledged operations
-            // each run on a lane of their own.
-            let lane = req.acknowledged().then(|| target.lane());
-            let conn = lane.as_ref().map_or(&target.shared, |l| l.conn());
-            let mut c = conn.get().await?;
-            lockx::run(
-                req,
-                Arc::clone(&target),
-                &mut c,
-                &crate::waiting::timer::TokioTimer,
-            )
-            .await
-        });
-    }
-
-    /// A Redisson face operation as operation `id` (see `redisson::run`).
-    #[napi(catch_unwind)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn redisson(
-        &self,
-        endpoint: u32,
-        id: u32,
-        op: u32,
-        name: String,
-        channel: String,
-        field: String,
-        aux: String,
-        lease: f64,
-        wait: f64,
-        watch: Vec<f64>,
-        adapter: String,
-    ) {
-        self.shared.run(id, async move {
-            let req = redisson::Request::parse(
-                op, name, channel, field, aux, lease, wait, &watch, &adapter,
-            )?;
-            let target = target(endpoint)?;
-            // As for lockx: a replica-acknowledged tryLock on a lane.
-            let lane = req.acknowledged().then(|| target.lane());
-            let shared = Arc::clone(lane.as_ref().map_or(&target.shared, |l| l.conn()));
-            let connect = || shared.get();
-            redisson::run(
-                req,
-                Arc::clone(&target),
-                connect,
-                &crate::waiting::timer::TokioTimer,
-            )
-            .await
-        });
+    fn timer() -> &'static dyn Timer {
+        &TokioTimer
     }
 }

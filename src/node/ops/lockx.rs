@@ -6,9 +6,11 @@
 //! Also what the napi registrations ask of the keeper about such a lock
 //! (how long its lease runs; stop keeping it).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use napi::bindgen_prelude::BigInt;
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
@@ -17,19 +19,20 @@ use crate::limits;
 use crate::locks::keys::{companion, FENCING_SUFFIX, RELEASED_SUFFIX};
 use crate::locks::replicas::{self, Replicas};
 use crate::locks::token::{self, AcquireOptions, Grant};
-use crate::node::cancels::{cancel_slot_at, CancelSlot};
+use crate::node::cancels::{cancel_slot_of, CancelSlot};
+use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
 use crate::node::runtime::rt;
-use crate::node::targets::Target;
+use crate::node::targets::{target, Target};
 use crate::node::wake::{poke, wakeups};
-use crate::node::wire::codes::bits::{FENCING, KEEP, WAKE};
-use crate::node::wire::codes::lockx::{ACQUIRE, EXTEND, INSPECT, RELEASE};
-use crate::node::wire::done::Reply;
+use crate::node::wire::codes::{Flag, LockOp};
+use crate::node::wire::done::{Inspected, Reply, Value};
+use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::Source;
 
 pub(crate) struct Request {
-    op: u32,
+    op: LockOp,
     key: String,
     token: String,
     /// ACQUIRE: ttl, retries, delay; EXTEND: ms.
@@ -51,35 +54,35 @@ fn whole_ms(x: f64, what: &str) -> Result<u64> {
 }
 
 impl Request {
-    /// From JavaScript's arguments: `nums` is `[a, b, c, flags, hold, env,
-    /// maxLagMs, maxHoldMs, cancelId, replicas, replicaTimeout]`, where `a, b, c` are the operation's
-    /// numbers; `cancel` is the slot [`cancel_slot`] made for it.
+    /// From JavaScript's arguments (the slots of `nums` are named by
+    /// [`Slot`]); `cancel` is the slot `cancel_slot_of` made for it.
     pub(crate) fn parse(
-        op: u32,
+        op: LockOp,
         key: String,
         token: String,
-        nums: &[f64],
+        nums: &Nums,
         cancel: Option<CancelSlot>,
     ) -> Result<Request> {
-        if nums.len() != NUMS {
-            return Err(Error::InvalidArgument(format!(
-                "expected {NUMS} numbers, got {}",
-                nums.len()
-            )));
-        }
         let int = |x: f64| (x.is_finite() && x >= 0.0 && x <= u32::MAX as f64).then_some(x as u32);
         let bad = || Error::InvalidArgument("invalid lock operation arguments".into());
         Ok(Request {
             op,
             key,
             token,
-            nums: [nums[0], nums[1], nums[2]],
-            flags: int(nums[3]).ok_or_else(bad)?,
-            hold: int(nums[4]).ok_or_else(bad)?,
-            env: int(nums[5]).ok_or_else(bad)?,
-            max_lag_ms: whole_ms(nums[6], "maxEventLoopLagMs")?,
-            max_hold_ms: whole_ms(nums[7], "maxHoldMs")?,
-            replicas: match (int(nums[9]), whole_ms(nums[10], "replicaTimeout")?) {
+            nums: [
+                nums.get(Slot::Time),
+                nums.get(Slot::Retries),
+                nums.get(Slot::Delay),
+            ],
+            flags: int(nums.get(Slot::Flags)).ok_or_else(bad)?,
+            hold: int(nums.get(Slot::Hold)).ok_or_else(bad)?,
+            env: int(nums.get(Slot::Env)).ok_or_else(bad)?,
+            max_lag_ms: whole_ms(nums.get(Slot::MaxLagMs), "maxEventLoopLagMs")?,
+            max_hold_ms: whole_ms(nums.get(Slot::MaxHoldMs), "maxHoldMs")?,
+            replicas: match (
+                int(nums.get(Slot::Replicas)),
+                whole_ms(nums.get(Slot::ReplicaTimeoutMs), "replicaTimeout")?,
+            ) {
                 (Some(0), _) => None,
                 (Some(count), ms) if ms > 0 => Some(Replicas {
                     count,
@@ -97,8 +100,8 @@ impl Request {
         self.replicas.is_some()
     }
 
-    fn has(&self, flag: u32) -> bool {
-        self.flags & flag != 0
+    fn has(&self, flag: Flag) -> bool {
+        flag.in_bits(self.flags)
     }
 
     fn held(&self, target: &Target) -> Held {
@@ -106,28 +109,53 @@ impl Request {
     }
 }
 
+/// A lockx operation on endpoint `endpoint`, on engine `E`: the cancel
+/// slot is registered now, before the operation starts, so that a cancel
+/// right after the call is never lost.
+pub(crate) fn lockx<E: Engine>(
+    endpoint: u32,
+    op: LockOp,
+    key: String,
+    token: String,
+    nums: Vec<f64>,
+) -> impl Future<Output = Result<Reply>> {
+    let nums = Nums::new(nums);
+    let cancel = nums.as_ref().ok().and_then(cancel_slot_of);
+    async move {
+        let req = Request::parse(op, key, token, &nums?, cancel)?;
+        let target = target(endpoint)?;
+        // WAIT blocks its connection: replica-acknowledged operations
+        // each run on a lane of their own.
+        let route = match req.acknowledged() {
+            true => E::lane(endpoint, &target),
+            false => E::shared(endpoint)?,
+        };
+        let mut c = E::connect(&route).await?;
+        run(req, target, &mut c, E::timer()).await
+    }
+}
+
 /// Runs `req` against `target` over `conn`.
 ///
-/// Replies: ACQUIRE `No` (held by another) or `With("<fencing>:<age µs>")`
-/// (fencing token or empty; how long ago the winning attempt was sent);
-/// RELEASE `Yes`/`No` (deleted / not ours); EXTEND `No` or `With("<age µs>")`;
-/// INSPECT `With("<pttl>\n<fencing>\n<owner>")` (pttl as Redis gives it,
-/// fencing empty when there is no counter, owner the rest).
-pub(crate) async fn run<C: ConnectionLike>(
+/// Replies: ACQUIRE `No` (held by another) or a `Grant` (its fencing token
+/// if asked for; how long ago the winning attempt was sent); RELEASE
+/// `Yes`/`No` (deleted / not ours); EXTEND `No` or its `Age`; INSPECT
+/// what was found (`Inspected`).
+async fn run<C: ConnectionLike>(
     req: Request,
     target: Arc<Target>,
     conn: &mut C,
     timer: &dyn Timer,
 ) -> Result<Reply> {
     match req.op {
-        ACQUIRE => {
+        LockOp::Acquire => {
             let opts = AcquireOptions::from_numbers(req.nums[0], req.nums[1], req.nums[2])?;
             let counter = req
-                .has(FENCING)
+                .has(Flag::Fencing)
                 .then(|| companion(&req.key, FENCING_SUFFIX, "fencing counter"))
                 .transpose()?;
             let channel = req
-                .has(WAKE)
+                .has(Flag::Wake)
                 .then(|| companion(&req.key, RELEASED_SUFFIX, "release channel"))
                 .transpose()?;
             let subscriber = match &channel {
@@ -148,23 +176,25 @@ pub(crate) async fn run<C: ConnectionLike>(
             else {
                 return Ok(Reply::No);
             };
-            if req.has(KEEP) {
+            if req.has(Flag::Keep) {
                 let w = watch(req.env, req.hold, req.max_lag_ms, req.max_hold_ms)?;
                 let one = Servers::One(Arc::clone(&target.shared));
                 let held = req.held(&target);
                 let until = granted.sent + Duration::from_millis(opts.ttl_ms);
                 keeper::start(rt()?, one, held, opts.ttl_ms, granted.sent, until, Some(w));
             }
-            let fencing = granted.fencing.map(|n| n.to_string()).unwrap_or_default();
-            Ok(Reply::With(format!("{fencing}:{}", age_us(granted.sent))))
+            Ok(Reply::With(Value::Grant {
+                fencing: granted.fencing,
+                age_us: age_us(granted.sent),
+            }))
         }
-        RELEASE => {
-            let paused = if req.has(KEEP) {
+        LockOp::Release => {
+            let paused = if req.has(Flag::Keep) {
                 keeper::pause(&req.held(&target)).await
             } else {
                 None
             };
-            let released = match req.has(WAKE) {
+            let released = match req.has(Flag::Wake) {
                 true => {
                     let channel = companion(&req.key, RELEASED_SUFFIX, "release channel")?;
                     let source = wake_source(&target, conn).await;
@@ -183,11 +213,11 @@ pub(crate) async fn run<C: ConnectionLike>(
             if let Some(p) = paused {
                 p.stop();
             }
-            Ok(if released? { Reply::Yes } else { Reply::No })
+            Ok(Reply::from(released?))
         }
-        EXTEND => {
+        LockOp::Extend => {
             let ms = crate::limits::extension_from_number(req.nums[0])?;
-            let paused = if req.has(KEEP) {
+            let paused = if req.has(Flag::Keep) {
                 keeper::pause(&req.held(&target)).await
             } else {
                 None
@@ -207,31 +237,30 @@ pub(crate) async fn run<C: ConnectionLike>(
                 _ => {}
             }
             Ok(match extended? {
-                true => Reply::With(age_us(sent).to_string()),
+                true => Reply::With(Value::Age(age_us(sent))),
                 false => Reply::No,
             })
         }
-        INSPECT => {
+        LockOp::Inspect => {
             let counter = companion(&req.key, FENCING_SUFFIX, "fencing counter").ok();
             let mut pipe = redis::pipe();
             pipe.cmd("PTTL").arg(&req.key).cmd("GET").arg(&req.key);
             if let Some(c) = &counter {
                 pipe.cmd("GET").arg(c);
             }
-            let (pttl, owner, fencing): (i64, Option<String>, Option<String>) = match counter {
+            let (pttl, owner, fencing): (i64, Option<String>, Option<i64>) = match counter {
                 Some(_) => pipe.query_async(conn).await?,
                 None => {
                     let (p, o): (i64, Option<String>) = pipe.query_async(conn).await?;
                     (p, o, None)
                 }
             };
-            let owner = owner.unwrap_or_default();
-            let fencing = fencing.unwrap_or_default();
-            Ok(Reply::With(format!("{pttl}\n{fencing}\n{owner}")))
+            Ok(Reply::With(Value::Inspected(Inspected {
+                pttl: pttl as f64,
+                owner,
+                fencing: fencing.map(BigInt::from),
+            })))
         }
-        other => Err(Error::InvalidArgument(format!(
-            "unknown lock operation {other}"
-        ))),
     }
 }
 
@@ -269,16 +298,6 @@ async fn wake_source<C: ConnectionLike>(target: &Target, conn: &mut C) -> Source
 
 fn age_us(t: Instant) -> u64 {
     t.elapsed().as_micros() as u64
-}
-
-/// How many numbers an operation takes (see [`Request::parse`]).
-const NUMS: usize = 11;
-
-/// Registers the operation's cancel id (`nums[8]`, 0: none; its
-/// environment is `nums[5]`), before it is started, so that a cancel right
-/// after the call is never lost.
-pub(crate) fn cancel_slot(nums: &[f64]) -> Option<CancelSlot> {
-    cancel_slot_at(nums, 5, 8)
 }
 
 /// How long the kept lease of `key` for `token` is known to run, in ms

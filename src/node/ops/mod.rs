@@ -1,7 +1,9 @@
-//! Each face's operations, as both engines run them: one request from
-//! JavaScript's arguments, one `run` over whatever connection and timer the
-//! engine has.
+//! Each face's operations, written once for both engines: each takes
+//! JavaScript's arguments and returns its future over the engine's
+//! connections and timer (engine/contract.rs); src/node/entries.rs runs
+//! them.
 
 pub(crate) mod lockx;
 pub(crate) mod quorum;
 pub(crate) mod redisson;
+pub(crate) mod token;

@@ -1,6 +1,6 @@
 //! Redlock operations (`createLock([a, b, c], …)`), as both engines run
 //! them: the arguments from JavaScript, one [`run`] over a connection per
-//! server, the report back as text (see [`encode`]).
+//! server, the report back as an object (see [`encode`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -14,14 +14,15 @@ use crate::limits;
 use crate::locks::keys::{companion, RELEASED_SUFFIX};
 use crate::locks::quorum::{self, QuorumOptions, Report, Step};
 use crate::locks::token::AcquireOptions;
-use crate::node::cancels::{cancel_slot_at, CancelSlot};
+use crate::node::cancels::{cancel_slot_of, CancelSlot};
+use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
 use crate::node::runtime::rt;
-use crate::node::targets::Target;
+use crate::node::targets::{targets, Target};
 use crate::node::wake::{poke, wakeups};
-use crate::node::wire::codes::bits::{KEEP, WAKE};
-use crate::node::wire::codes::quorum::{ACQUIRE, EXTEND, RELEASE};
-use crate::node::wire::done::Reply;
+use crate::node::wire::codes::{Flag, LockOp};
+use crate::node::wire::done::{QuorumReport, Reply, ServerVote, Value};
+use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::Source;
 
@@ -67,22 +68,61 @@ fn random() -> f64 {
     (uuid::Uuid::new_v4().as_u128() >> 75) as f64 / (1u64 << 53) as f64
 }
 
+/// A Redlock operation on `endpoints`, on engine `E`: an acquire's cancel
+/// slot is registered now, before the operation starts, so that a cancel
+/// right after the call is never lost. Every server's command goes out at
+/// once.
+pub(crate) fn quorum<E: Engine>(
+    endpoints: Vec<u32>,
+    op: LockOp,
+    key: String,
+    token: String,
+    nums: Vec<f64>,
+) -> impl Future<Output = Result<Reply>> {
+    let nums = Nums::new(nums);
+    let cancel = match (op, &nums) {
+        (LockOp::Acquire, Ok(nums)) => cancel_slot_of(nums),
+        _ => None,
+    };
+    async move {
+        let targets = targets(&endpoints)?;
+        let routes = endpoints
+            .iter()
+            .map(|e| E::shared(*e))
+            .collect::<Result<Vec<_>>>()?;
+        let connect = |i: usize| E::connect(&routes[i]);
+        run(
+            op,
+            targets,
+            connect,
+            E::timer(),
+            &key,
+            &token,
+            &nums?,
+            cancel,
+        )
+        .await
+    }
+}
+
 /// Runs operation `op` on `targets` (connections from `connect(i)`).
-/// `nums`: ACQUIRE `[ttl, retries, delay, serverTimeout, jitter, flags,
-/// hold, env, maxLagMs, maxHoldMs, cancelId]`, EXTEND `[ms, serverTimeout, flags]`,
-/// RELEASE `[ttl, serverTimeout, flags]` (0: default; missing: 0). With the
-/// KEEP flag an acquired lock's lease is renewed on a majority by the
-/// keeper (hold, env and the bounds as for lockx), until released. `cancel`
-/// is the acquire's slot ([`cancel_slot`], made before the call).
+/// The numbers (by [`Slot`]): an acquire's `Time` (TTL), `Retries`,
+/// `Delay`, `ServerTimeoutMs`, `JitterMs`, `Flags`, `Hold`, `Env`,
+/// `MaxLagMs`, `MaxHoldMs`, `Cancel`; an extend's `Time` (the new TTL),
+/// `ServerTimeoutMs`, `Flags`; a release's `Time` (the lock's TTL, for the
+/// default server timeout), `ServerTimeoutMs`, `Flags`. With the KEEP flag
+/// an acquired lock's lease is renewed on a majority by the keeper (hold,
+/// env and the bounds as for lockx), until released. `cancel` is the
+/// acquire's slot.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn run<C, F, Fut>(
-    op: u32,
+async fn run<C, F, Fut>(
+    op: LockOp,
     targets: Vec<Arc<Target>>,
     connect: F,
     timer: &dyn Timer,
     key: &str,
     token: &str,
-    nums: &[f64],
+    nums: &Nums,
     cancel: Option<CancelSlot>,
 ) -> Result<Reply>
 where
@@ -90,12 +130,16 @@ where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
-    let num = |i: usize| nums.get(i).copied().unwrap_or(0.0);
+    let num = |slot: Slot| nums.get(slot);
     let n = targets.len();
     let (step, report) = match op {
-        ACQUIRE => {
-            let base = AcquireOptions::from_numbers(num(0), num(1), num(2))?;
-            let jitter = num(4);
+        LockOp::Acquire => {
+            let base = AcquireOptions::from_numbers(
+                num(Slot::Time),
+                num(Slot::Retries),
+                num(Slot::Delay),
+            )?;
+            let jitter = num(Slot::JitterMs);
             if !(jitter.is_finite() && jitter >= 0.0) {
                 return Err(Error::InvalidArgument(format!(
                     "Invalid retryJitter {jitter}: expected a non-negative number of milliseconds"
@@ -105,14 +149,14 @@ where
                 ttl_ms: base.ttl_ms,
                 retries: base.retries,
                 delay: base.delay,
-                server_timeout: server_timeout(num(3), base.ttl_ms, &targets)?,
+                server_timeout: server_timeout(num(Slot::ServerTimeoutMs), base.ttl_ms, &targets)?,
                 jitter: Duration::from_millis(jitter.min(3_600_000.0) as u64),
             };
-            let flags = bits(num(5))?;
-            let keep = flags & KEEP != 0;
+            let flags = bits(num(Slot::Flags))?;
+            let keep = Flag::Keep.in_bits(flags);
             // Waiters only: one attempt never waits.
             let waits = !matches!(opts.retries, crate::waiting::retry::Retries::Count(0));
-            let (sources, channel) = match flags & WAKE != 0 && waits {
+            let (sources, channel) = match Flag::Wake.in_bits(flags) && waits {
                 true => {
                     let sources = targets
                         .iter()
@@ -125,10 +169,10 @@ where
             let wake = channel.as_deref().map(|c| (&sources[..], c));
             let watch = match keep {
                 true => Some(watch(
-                    bits(num(7))?,
-                    bits(num(6))?,
-                    limits::positive_int(num(8)).unwrap_or(30_000),
-                    limits::positive_int(num(9)).unwrap_or(0),
+                    bits(num(Slot::Env))?,
+                    bits(num(Slot::Hold))?,
+                    limits::positive_int(num(Slot::MaxLagMs)).unwrap_or(30_000),
+                    limits::positive_int(num(Slot::MaxHoldMs)).unwrap_or(0),
                 )?),
                 false => None,
             };
@@ -154,12 +198,12 @@ where
             }
             (Step::Acquire, report)
         }
-        EXTEND => {
-            let ms = limits::extension_from_number(num(0))?;
-            let within = server_timeout(num(1), ms, &targets)?;
-            let paused = match bits(num(2))? & KEEP {
-                0 => None,
-                _ => keeper::pause(&held(&targets, key, token)?).await,
+        LockOp::Extend => {
+            let ms = limits::extension_from_number(num(Slot::Time))?;
+            let within = server_timeout(num(Slot::ServerTimeoutMs), ms, &targets)?;
+            let paused = match Flag::Keep.in_bits(bits(num(Slot::Flags))?) {
+                false => None,
+                true => keeper::pause(&held(&targets, key, token)?).await,
             };
             let report = quorum::extend(n, connect, timer, key, token, ms, within).await?;
             if let Some(p) = paused {
@@ -170,15 +214,18 @@ where
             }
             (Step::Extend, report)
         }
-        RELEASE => {
-            let ttl = limits::positive_int(num(0)).unwrap_or(10_000);
-            let within = server_timeout(num(1), ttl, &targets)?;
-            let flags = bits(num(2))?;
-            let paused = match flags & KEEP {
-                0 => None,
-                _ => keeper::pause(&held(&targets, key, token)?).await,
+        LockOp::Release => {
+            let ttl = limits::positive_int(num(Slot::Time)).unwrap_or(10_000);
+            let within = server_timeout(num(Slot::ServerTimeoutMs), ttl, &targets)?;
+            let flags = bits(num(Slot::Flags))?;
+            let paused = match Flag::Keep.in_bits(flags) {
+                false => None,
+                true => keeper::pause(&held(&targets, key, token)?).await,
             };
-            let announce = (flags & WAKE != 0).then(|| channel(key)).transpose()?;
+            let announce = Flag::Wake
+                .in_bits(flags)
+                .then(|| channel(key))
+                .transpose()?;
             let report =
                 quorum::release(n, connect, timer, key, token, within, announce.as_deref()).await;
             // Released, not ours, or unknown: no renewal either way.
@@ -194,44 +241,28 @@ where
             }
             (Step::Release, report)
         }
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "unknown quorum operation {other}"
-            )))
+        LockOp::Inspect => {
+            return Err(Error::InvalidArgument(
+                "inspect() takes one server, not a quorum".into(),
+            ))
         }
     };
-    Ok(Reply::With(encode(&report, step)))
+    Ok(Reply::With(Value::Report(encode(&report, step))))
 }
 
-/// The report as JavaScript reads it (lib/redislock/quorum.js): a first line
-/// `<granted 0|1> <validity ms> <attempts>`, then one line per server,
-/// `<outcome>` or `<outcome>\t<error message>` (tabs and newlines in the
-/// message replaced by spaces).
-fn encode(report: &Report, step: Step) -> String {
-    let mut out = format!(
-        "{} {} {}",
-        u8::from(report.granted),
-        report.validity_ms,
-        report.attempts
-    );
-    for o in &report.outcomes {
-        out.push('\n');
-        out.push_str(o.name(step));
-        if let Some(m) = o.message() {
-            out.push('\t');
-            out.extend(
-                m.chars()
-                    .map(|c| if c == '\n' || c == '\t' { ' ' } else { c }),
-            );
-        }
+/// The report as JavaScript reads it (lib/redislock/quorum.js).
+fn encode(report: &Report, step: Step) -> QuorumReport {
+    QuorumReport {
+        granted: report.granted,
+        validity_ms: report.validity_ms as f64,
+        attempts: report.attempts as f64,
+        servers: report
+            .outcomes
+            .iter()
+            .map(|o| ServerVote {
+                outcome: o.name(step).to_string(),
+                error: o.message().map(str::to_string),
+            })
+            .collect(),
     }
-    out
-}
-
-/// Registers an acquire's cancel id (`nums[10]`, environment `nums[7]`)
-/// before it starts, as the redislock face's `cancel_slot` does.
-pub(crate) fn cancel_slot(op: u32, nums: &[f64]) -> Option<CancelSlot> {
-    (op == ACQUIRE)
-        .then(|| cancel_slot_at(nums, 7, 10))
-        .flatten()
 }

@@ -16,11 +16,14 @@ use crate::keeper::{self, Held, Kind, Servers};
 use crate::limits::{not_positive_ms, not_whole_ms, positive_int, whole_u32};
 use crate::locks::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
 use crate::locks::replicas::{self, Replicas};
+use crate::node::engine::contract::Engine;
 use crate::node::envs;
 use crate::node::runtime::rt;
-use crate::node::targets::Target;
+use crate::node::targets::{target, Target};
 use crate::node::wake::{poke, wakeups};
-use crate::node::wire::codes::redisson::{FORCE_UNLOCK, IS_LOCKED, TRY_LOCK, UNLOCK};
+use crate::node::wire::codes::RedissonOp;
+use crate::node::wire::done::{Reply, Value};
+use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::timer::Timer;
 
 /// A watchdog lock's bounds: the JavaScript environment whose heartbeat
@@ -70,33 +73,33 @@ impl Request {
         )
     }
 
-    /// From JavaScript's arguments: `lease` in ms (the watchdog's timeout
-    /// when `watch` is not empty), `wait` in ms (0: one attempt, -1:
-    /// forever), `aux` the unlock latch's name, `watch` empty for a fixed
-    /// lease or `[env, hold, maxLagMs]` for the watchdog, optionally
-    /// followed by `replicas, replicaTimeout` (a tryLock acknowledged by
-    /// that many replicas; maxLagMs 0: a fixed lease).
-    #[allow(clippy::too_many_arguments)]
+    /// From JavaScript's arguments: `aux` is the unlock latch's name (a
+    /// tryLock's undo latch with replicas); the numbers (by [`Slot`]):
+    /// `Time` the lease in ms (the watchdog's timeout when watched),
+    /// `WaitMs` (0: one attempt, -1: forever), `Hold` JavaScript's hold id
+    /// for the watchdog (0: a fixed lease) with its `Env` and `MaxLagMs`,
+    /// and `Replicas` with `ReplicaTimeoutMs` (a tryLock acknowledged by
+    /// that many replicas; 0: none).
     pub(crate) fn parse(
-        op: u32,
+        op: RedissonOp,
         name: String,
         channel: String,
         field: String,
         aux: String,
-        lease: f64,
-        wait: f64,
-        watch: &[f64],
         adapter: &str,
+        nums: &Nums,
     ) -> Result<Request> {
         let adapter = Adapter::parse(adapter)?;
+        let lease = nums.get(Slot::Time);
         let lease_ms = match op {
-            TRY_LOCK | UNLOCK => {
+            RedissonOp::TryLock | RedissonOp::Unlock => {
                 positive_int(lease).ok_or_else(|| not_positive_ms("lease time", lease))?
             }
             _ => 0,
         };
         let op = match op {
-            TRY_LOCK => {
+            RedissonOp::TryLock => {
+                let wait = nums.get(Slot::WaitMs);
                 let wait = if wait == -1.0 {
                     Wait::Forever
                 } else if wait == 0.0 {
@@ -108,27 +111,22 @@ impl Request {
                 };
                 let id = whole_u32;
                 let bad = || Error::InvalidArgument("invalid watchdog arguments".into());
-                let (watch, replicas) = match watch {
-                    [] => (None, None),
-                    [env, hold, lag, rest @ ..] if rest.is_empty() || rest.len() == 2 => {
-                        let watch = match *lag {
-                            0.0 if !rest.is_empty() => None,
-                            lag => Some(Watched {
-                                env: id(*env).ok_or_else(bad)?,
-                                hold: id(*hold).ok_or_else(bad)?,
-                                max_lag_ms: positive_int(lag).ok_or_else(bad)?,
-                            }),
-                        };
-                        let replicas = match rest {
-                            [count, ms] if *count != 0.0 => Some(Replicas {
-                                count: id(*count).ok_or_else(bad)?,
-                                timeout: Duration::from_millis(positive_int(*ms).ok_or_else(bad)?),
-                            }),
-                            _ => None,
-                        };
-                        (watch, replicas)
-                    }
-                    _ => return Err(bad()),
+                let watch = match nums.get(Slot::Hold) {
+                    0.0 => None,
+                    hold => Some(Watched {
+                        env: id(nums.get(Slot::Env)).ok_or_else(bad)?,
+                        hold: id(hold).ok_or_else(bad)?,
+                        max_lag_ms: positive_int(nums.get(Slot::MaxLagMs)).ok_or_else(bad)?,
+                    }),
+                };
+                let replicas = match nums.get(Slot::Replicas) {
+                    0.0 => None,
+                    count => Some(Replicas {
+                        count: id(count).ok_or_else(bad)?,
+                        timeout: Duration::from_millis(
+                            positive_int(nums.get(Slot::ReplicaTimeoutMs)).ok_or_else(bad)?,
+                        ),
+                    }),
                 };
                 if replicas.is_some() && aux.is_empty() {
                     return Err(Error::InvalidArgument(
@@ -142,14 +140,9 @@ impl Request {
                     undo: aux,
                 }
             }
-            UNLOCK => Op::Unlock { latch: aux },
-            FORCE_UNLOCK => Op::ForceUnlock,
-            IS_LOCKED => Op::IsLocked,
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown Redisson operation {other}"
-                )))
-            }
+            RedissonOp::Unlock => Op::Unlock { latch: aux },
+            RedissonOp::ForceUnlock => Op::ForceUnlock,
+            RedissonOp::IsLocked => Op::IsLocked,
         };
         Ok(Request {
             op,
@@ -162,16 +155,39 @@ impl Request {
     }
 }
 
+/// A Redisson operation on endpoint `endpoint`, on engine `E`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn redisson<E: Engine>(
+    endpoint: u32,
+    op: RedissonOp,
+    name: String,
+    channel: String,
+    field: String,
+    aux: String,
+    adapter: String,
+    nums: Vec<f64>,
+) -> Result<Reply> {
+    let nums = Nums::new(nums)?;
+    let req = Request::parse(op, name, channel, field, aux, &adapter, &nums)?;
+    let target = target(endpoint)?;
+    // As for lockx: a replica-acknowledged tryLock on a lane.
+    let route = match req.acknowledged() {
+        true => E::lane(endpoint, &target),
+        false => E::shared(endpoint)?,
+    };
+    run(req, target, || E::connect(&route), E::timer()).await
+}
+
 /// Runs `req` against `target` over a connection from `connect` (called
 /// again only for an unlock's retry, after the first connection failed).
-/// The outcome code: 1 held / unlocked (still held) / deleted / locked, 0
-/// not, 3 an unlock that released the last hold.
-pub(crate) async fn run<C, F, Fut>(
+/// Replies: `Yes` held / unlocked (still held) / deleted / locked, `No`
+/// not, `With(Released)` an unlock that released the last hold.
+async fn run<C, F, Fut>(
     req: Request,
     target: Arc<Target>,
     connect: F,
     timer: &dyn Timer,
-) -> Result<u32>
+) -> Result<Reply>
 where
     C: ConnectionLike,
     F: Fn() -> Fut,
@@ -221,7 +237,7 @@ where
                 let one = Servers::One(Arc::clone(&target.shared));
                 keeper::start(rt()?, one, h, req.lease_ms, granted, until, Some(watch));
             }
-            Ok(u32::from(held))
+            Ok(Reply::from(held))
         }
         Op::Unlock { ref latch } => {
             let paused = keeper::pause_redisson(&target.shared, &req.name, &req.field).await;
@@ -230,9 +246,9 @@ where
                 p.finish(outcome.as_ref().ok().copied());
             }
             Ok(match outcome? {
-                Unlocked::NotHeld => 0,
-                Unlocked::Decremented => 1,
-                Unlocked::Released => 3,
+                Unlocked::NotHeld => Reply::No,
+                Unlocked::Decremented => Reply::Yes,
+                Unlocked::Released => Reply::With(Value::Released),
             })
         }
         Op::ForceUnlock => {
@@ -244,9 +260,9 @@ where
             if deleted {
                 poke(&target, req.adapter, &req.channel);
             }
-            Ok(u32::from(deleted))
+            Ok(Reply::from(deleted))
         }
-        Op::IsLocked => Ok(u32::from(reentrant::is_locked(conn, &req.name).await?)),
+        Op::IsLocked => Ok(Reply::from(reentrant::is_locked(conn, &req.name).await?)),
     }
 }
 

@@ -1,32 +1,47 @@
-//! The operation codes and option bits JavaScript passes with each
-//! operation, per face (lib/ has the other half of each table).
+//! The tables JavaScript and native share: operations, option bits and the
+//! slots of an operation's numbers. Each is a `#[napi]` enum, so the
+//! binding exports it as an object (`LockOp.Acquire === 0`) and
+//! lib/native/wire.js reads it from there: one table, stated here.
 
-/// The redislock face's options beyond redislock 1.3.0 (lib/redislock/lock.js, lib/native/codes.js).
-pub(crate) mod lockx {
-    pub(crate) const ACQUIRE: u32 = 0;
-    pub(crate) const RELEASE: u32 = 1;
-    pub(crate) const EXTEND: u32 = 2;
-    pub(crate) const INSPECT: u32 = 3;
+use napi_derive::napi;
+
+/// A token lock's or Redlock's operation (ops/lockx.rs, ops/quorum.rs).
+#[napi]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockOp {
+    Acquire = 0,
+    Release = 1,
+    Extend = 2,
+    /// What is known of a key (`inspect()`); the token lock only.
+    Inspect = 3,
 }
 
-/// Redlock (lib/redislock/quorum.js).
-pub(crate) mod quorum {
-    pub(crate) const ACQUIRE: u32 = 0;
-    pub(crate) const RELEASE: u32 = 1;
-    pub(crate) const EXTEND: u32 = 2;
+/// A Redisson lock's operation (ops/redisson.rs).
+#[napi]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedissonOp {
+    TryLock = 0,
+    Unlock = 1,
+    ForceUnlock = 2,
+    IsLocked = 3,
 }
 
-/// The Redisson face (lib/redisson/rlock.js).
-pub(crate) mod redisson {
-    pub(crate) const TRY_LOCK: u32 = 0;
-    pub(crate) const UNLOCK: u32 = 1;
-    pub(crate) const FORCE_UNLOCK: u32 = 2;
-    pub(crate) const IS_LOCKED: u32 = 3;
+/// The option bits of a token lock's or Redlock's operation
+/// (`Slot::Flags`).
+#[napi]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flag {
+    /// A fencing token from the key's counter (token lock).
+    Fencing = 1,
+    /// Waiters wake on release; releases announce themselves.
+    Wake = 2,
+    /// The lease keeper renews the lease until release.
+    Keep = 4,
 }
 
-/// The option bits of a redislock or Redlock operation.
-pub(crate) mod bits {
-    pub(crate) const FENCING: u32 = 1;
-    pub(crate) const WAKE: u32 = 2;
-    pub(crate) const KEEP: u32 = 4;
+impl Flag {
+    /// Whether `flags` has this bit.
+    pub(crate) fn in_bits(self, flags: u32) -> bool {
+        flags & self as u32 != 0
+    }
 }

@@ -1,85 +1,158 @@
-//! Finished operations as JavaScript's `onDone(codes, errors)` receives
-//! them, the same for both engines: each code is `id << 2 | outcome`
-//! (0 = false, 1 = true, 2 = error, whose `[CODE] message` is the next
-//! string in `errors`, 3 = true with a value, the next string in `errors`:
-//! a fencing token, a Redisson unlock that released the last hold; see
-//! lib/native/bridge.js). Written once, here.
+//! Finished operations as JavaScript's `onDone(codes, values)` receives
+//! them, the same for both engines. Each code is `id << 2 | outcome` (an
+//! [`Outcome`]); a `Failed` or `Value` outcome takes the next item of
+//! `values`: an `Error` with its `code` as a field (`ERR_REDIS_TIMEOUT`,
+//! …), or the operation's value as an object or number. The packing is
+//! written here and read in lib/native/bridge.js, nowhere else.
 
-use napi::bindgen_prelude::FnArgs;
+use napi::bindgen_prelude::*;
+use napi::sys;
+use napi_derive::napi;
 
 use crate::error::{Error as CoreError, Result};
-use crate::node::wire::error::wire_message;
+use crate::node::wire::error::js_error;
 
-const DONE_ERROR: u32 = 2;
-
-const DONE_VALUE: u32 = 3;
-
-/// An operation's outcome on the wire: 0 (false), 1 (true) or 3 (true, with
-/// a value).
-pub(crate) trait Outcome {
-    fn wire(self) -> (u32, Option<String>);
+/// How an operation ended; the binding exports the table for
+/// lib/native/wire.js.
+#[napi]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Not acquired, not ours, not held.
+    No = 0,
+    Yes = 1,
+    /// A real failure: its `Error` is the next value.
+    Failed = 2,
+    /// Yes, with a value: the next value.
+    Value = 3,
 }
 
-impl Outcome for bool {
-    fn wire(self) -> (u32, Option<String>) {
-        (u32::from(self), None)
-    }
+/// How many low bits of a code the outcome takes (the rest is the id).
+const OUTCOME_BITS: u32 = 2;
+
+/// An operation's answer.
+pub(crate) enum Reply {
+    No,
+    Yes,
+    With(Value),
 }
 
-/// For outcomes with a third value: 0, 1, and 3 (with an empty value).
-impl Outcome for u32 {
-    fn wire(self) -> (u32, Option<String>) {
-        match self & 3 {
-            DONE_VALUE => (DONE_VALUE, Some(String::new())),
-            DONE_ERROR => (0, None),
-            code => (code, None),
+impl From<bool> for Reply {
+    fn from(yes: bool) -> Reply {
+        if yes {
+            Reply::Yes
+        } else {
+            Reply::No
         }
     }
 }
 
-/// An outcome that may carry a string.
-pub(crate) enum Reply {
-    No,
-    Yes,
-    With(String),
+/// What an operation answers beyond yes or no.
+pub enum Value {
+    /// A token lock's grant: its fencing token (`fencing: true`; a bigint
+    /// for JavaScript) and how long ago the winning attempt was sent.
+    Grant { fencing: Option<u64>, age_us: u64 },
+    /// An extend: how long ago its command was sent (µs).
+    Age(u64),
+    /// What `inspect()` found.
+    Inspected(Inspected),
+    /// A Redlock operation's report.
+    Report(QuorumReport),
+    /// A Redisson unlock that released the last hold.
+    Released,
 }
 
-impl Outcome for Reply {
-    fn wire(self) -> (u32, Option<String>) {
-        match self {
-            Reply::No => (0, None),
-            Reply::Yes => (1, None),
-            Reply::With(value) => (DONE_VALUE, Some(value)),
+/// `inspect(client, key)`'s answer: the key's PTTL as Redis gives it (-2:
+/// no key, -1: no TTL), its owner token and its fencing counter (null
+/// when there is none).
+#[napi(object)]
+pub struct Inspected {
+    pub pttl: f64,
+    pub owner: Option<String>,
+    pub fencing: Option<BigInt>,
+}
+
+/// What every server of a Redlock did, and the verdict (src/locks/quorum.rs).
+#[napi(object)]
+pub struct QuorumReport {
+    pub granted: bool,
+    /// Validity left at the end (ms; TTL − time spent − drift; may be negative).
+    pub validity_ms: f64,
+    pub attempts: f64,
+    /// One per server, in the order JavaScript gave them.
+    pub servers: Vec<ServerVote>,
+}
+
+/// One server's part in a Redlock operation.
+#[napi(object)]
+pub struct ServerVote {
+    /// `acquired`, `held`, `released`, `extended`, `not-ours`, `timeout`,
+    /// `unreachable` or `error`.
+    pub outcome: String,
+    pub error: Option<String>,
+}
+
+/// The grant as JavaScript sees it.
+#[napi(object)]
+pub struct Granted {
+    pub fencing: Option<BigInt>,
+    pub age_us: f64,
+}
+
+/// One item of `values`.
+pub enum Item {
+    Failed(CoreError),
+    Value(Value),
+}
+
+impl ToNapiValue for Item {
+    unsafe fn to_napi_value(env: sys::napi_env, item: Self) -> napi::Result<sys::napi_value> {
+        // SAFETY: called by napi-rs with the environment it converts for, on
+        // its thread (both engines deliver on the JavaScript thread).
+        unsafe {
+            match item {
+                Item::Failed(err) => Ok(js_error(env, &err)),
+                Item::Value(Value::Grant { fencing, age_us }) => Granted::to_napi_value(
+                    env,
+                    Granted {
+                        fencing: fencing.map(BigInt::from),
+                        age_us: age_us as f64,
+                    },
+                ),
+                Item::Value(Value::Age(us)) => f64::to_napi_value(env, us as f64),
+                Item::Value(Value::Inspected(i)) => Inspected::to_napi_value(env, i),
+                Item::Value(Value::Report(r)) => QuorumReport::to_napi_value(env, r),
+                Item::Value(Value::Released) => bool::to_napi_value(env, true),
+            }
         }
     }
 }
 
 /// The arguments of `onDone`.
-pub(crate) type DoneArgs = FnArgs<(Vec<u32>, Vec<String>)>;
+pub(crate) type DoneArgs = FnArgs<(Vec<u32>, Vec<Item>)>;
 
 /// A batch of finished operations.
 #[derive(Default)]
 pub(crate) struct Done {
     pub(crate) codes: Vec<u32>,
-    pub(crate) errors: Vec<String>,
+    pub(crate) values: Vec<Item>,
 }
 
 impl Done {
     /// Adds operation `id`'s outcome.
-    pub(crate) fn record<T: Outcome>(&mut self, id: u32, outcome: Result<T>) {
-        match outcome {
-            Ok(outcome) => {
-                let (code, value) = outcome.wire();
-                self.codes.push(id << 2 | code);
-                if let Some(v) = value {
-                    self.errors.push(v);
-                }
+    pub(crate) fn record<T: Into<Reply>>(&mut self, id: u32, outcome: Result<T>) {
+        let code = match outcome.map(Into::into) {
+            Ok(Reply::No) => Outcome::No,
+            Ok(Reply::Yes) => Outcome::Yes,
+            Ok(Reply::With(value)) => {
+                self.values.push(Item::Value(value));
+                Outcome::Value
             }
             Err(err) => {
-                self.codes.push(id << 2 | DONE_ERROR);
-                self.errors.push(wire_message(&err));
+                self.values.push(Item::Failed(err));
+                Outcome::Failed
             }
-        }
+        };
+        self.codes.push(id << OUTCOME_BITS | code as u32);
     }
 
     pub(crate) fn is_empty(&self) -> bool {

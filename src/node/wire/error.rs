@@ -1,15 +1,25 @@
-//! How a core error crosses into JavaScript: the one place the `[CODE]
-//! message` form that the JavaScript front parses is made.
+//! How a core error crosses into JavaScript: an `Error` whose `code` is
+//! the core's (`ERR_REDIS_TIMEOUT`, …) and whose message is the core's
+//! message, thrown by a synchronous call or delivered with an outcome.
 
 use napi::bindgen_prelude::*;
+use napi::sys;
 
 use crate::error::Error as CoreError;
 
-/// The one place the `[CODE] message` form that JavaScript parses is made.
-pub(crate) fn wire_message(err: &CoreError) -> String {
-    format!("[{}] {}", err.code(), err.message())
+/// The error of a synchronous call that failed in the core: thrown as an
+/// `Error` with the core's `code`.
+pub(crate) type Thrown = napi::Error<&'static str>;
+
+pub(crate) fn to_napi(err: CoreError) -> Thrown {
+    napi::Error::new(err.code(), err.message())
 }
 
-pub(crate) fn to_napi(err: CoreError) -> napi::Error {
-    napi::Error::new(Status::GenericFailure, wire_message(&err))
+/// `err` as a JavaScript `Error` with its `code`.
+///
+/// # Safety
+/// `env` is a live environment and this runs on its thread.
+pub(crate) unsafe fn js_error(env: sys::napi_env, err: &CoreError) -> sys::napi_value {
+    // SAFETY: the caller's contract.
+    unsafe { JsError::from(to_napi(err.clone())).into_value(env) }
 }

@@ -1,7 +1,9 @@
-//! The wire between JavaScript and native: what an operation's outcome
-//! looks like (`done`), how an error crosses (`error`), and the codes and
-//! bits JavaScript passes (`codes`).
+//! The wire between JavaScript and native: the tables both sides use
+//! (`codes`: operations and option bits; `nums`: the slots of an
+//! operation's numbers), what a finished operation looks like (`done`)
+//! and how an error crosses (`error`).
 
 pub(crate) mod codes;
 pub(crate) mod done;
 pub(crate) mod error;
+pub(crate) mod nums;

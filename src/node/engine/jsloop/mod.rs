@@ -1,6 +1,7 @@
 //! The JS-thread engine: lock operations run on the calling thread's own
 //! libuv loop, so an operation crosses no thread. `LoopEngine` is its napi
-//! face, with the same methods as the tokio engine's `Completer`; see
+//! registration (as `Completer` is the tokio engine's), and `Loop` what it
+//! gives the operations (src/node/entries.rs declares them once); see
 //! reactor.rs for the loop's state, conn.rs for the connections and
 //! loopconn.rs for the `ConnectionLike` the operations run on.
 
@@ -24,10 +25,11 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
-use crate::locks::token::{self, AcquireOptions};
-use crate::node::ops::{lockx, quorum, redisson};
-use crate::node::targets::{target, targets};
-use crate::node::wire::done::{Done, DoneArgs, Outcome};
+use crate::node::engine::contract::Engine;
+use crate::node::targets::Target;
+use crate::node::wire::done::{Done, DoneArgs, Item, Reply};
+use crate::node::wire::error::Thrown;
+use crate::waiting::timer::Timer;
 use loopconn::LoopConn;
 use reactor::{LoopTimer, Sink};
 
@@ -73,9 +75,9 @@ impl Sink for JsSink {
                 && !recv.is_null();
             if found {
                 let codes = Vec::<u32>::to_napi_value(env, batch.codes);
-                let errors = Vec::<String>::to_napi_value(env, batch.errors);
-                if let (Ok(codes), Ok(errors)) = (codes, errors) {
-                    let argv = [codes, errors];
+                let values = Vec::<Item>::to_napi_value(env, batch.values);
+                if let (Ok(codes), Ok(values)) = (codes, values) {
+                    let argv = [codes, values];
                     let mut result = ptr::null_mut();
                     let status = sys::napi_make_callback(
                         env,
@@ -211,18 +213,20 @@ impl LoopEngine {
         Ok(sink)
     }
 
-    /// Spawns `op`; an error (thrown to JavaScript, which rejects the
-    /// operation's promise) when this environment has no engine to report to,
-    /// never a promise left pending.
-    fn run<F, T>(env: &Env, id: u32, op: F) -> napi::Result<()>
+    /// Spawns `op` as operation `id` (src/node/entries.rs); an error
+    /// (thrown to JavaScript, which rejects the operation's promise) when
+    /// this environment has no engine to report to, never a promise left
+    /// pending.
+    pub(crate) fn spawn<F, T>(env: &Env, id: u32, op: F) -> std::result::Result<(), Thrown>
     where
-        T: Outcome + 'static,
+        T: Into<Reply> + 'static,
         F: std::future::Future<Output = crate::error::Result<T>> + 'static,
     {
         let sink = reactor::current().and_then(|e| Some((e.sink_for(env.raw().cast())?, e)));
         let Some((sink, engine)) = sink else {
-            return Err(napi::Error::from_reason(
-                "[ERR_INTERNAL] the JS-thread engine is not running in this environment",
+            return Err(napi::Error::new(
+                "ERR_INTERNAL",
+                "the JS-thread engine is not running in this environment",
             ));
         };
         reactor::spawn_op(&engine, sink, id, op);
@@ -258,135 +262,32 @@ pub fn engine_stats() -> Option<EngineStats> {
     })
 }
 
-// The operations are free functions, not methods: no class to unwrap per
-// call. The environment names the sink (its `LoopEngine`'s onDone), and
-// JavaScript passes the endpoint by id (see `RedisConnection::id`).
+/// The JS-thread engine for the operations: the endpoint's connection on
+/// this thread's loop, a libuv timer.
+pub(crate) struct Loop;
 
-/// `acquire` as operation `id` on the JS-thread engine (see
-/// `token::acquire`): `true` when held.
-#[napi(catch_unwind)]
-#[allow(clippy::too_many_arguments)]
-pub fn loop_acquire(
-    env: Env,
-    endpoint: u32,
-    id: u32,
-    key: String,
-    token: String,
-    ttl: f64,
-    retries: f64,
-    delay: f64,
-) -> napi::Result<()> {
-    LoopEngine::run(&env, id, async move {
-        let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
-        let mut c = LoopConn::connect(endpoint).await?;
-        token::acquire(&mut c, &LoopTimer, &key, &token, &opts).await
-    })
-}
+impl Engine for Loop {
+    type Conn = LoopConn;
+    /// The endpoint's id: the connection is found on this thread's engine.
+    type Route = u32;
 
-/// `release` as operation `id` on the JS-thread engine (see
-/// `token::release`): `false` when not ours.
-#[napi(catch_unwind)]
-pub fn loop_release(
-    env: Env,
-    endpoint: u32,
-    id: u32,
-    key: String,
-    token: String,
-) -> napi::Result<()> {
-    LoopEngine::run(&env, id, async move {
-        let mut c = LoopConn::connect(endpoint).await?;
-        token::release(&mut c, &key, &token).await
-    })
-}
+    fn shared(endpoint: u32) -> crate::error::Result<u32> {
+        Ok(endpoint)
+    }
 
-/// `extend` as operation `id` on the JS-thread engine (see `token::extend`):
-/// `false` when not ours.
-#[napi(catch_unwind)]
-pub fn loop_extend(
-    env: Env,
-    endpoint: u32,
-    id: u32,
-    key: String,
-    token: String,
-    ms: f64,
-) -> napi::Result<()> {
-    LoopEngine::run(&env, id, async move {
-        let ms = crate::limits::extension_from_number(ms)?;
-        let mut c = LoopConn::connect(endpoint).await?;
-        token::extend(&mut c, &key, &token, ms).await
-    })
-}
+    /// No lanes here: JavaScript sends replica-acknowledged operations to
+    /// the tokio engine (lib/redislock/lock.js, lib/redisson/redisson.js).
+    fn lane(endpoint: u32, _target: &std::sync::Arc<Target>) -> u32 {
+        endpoint
+    }
 
-/// A Redisson face operation as operation `id` on the JS-thread engine
-/// (see `redisson::run`).
-#[napi(catch_unwind)]
-#[allow(clippy::too_many_arguments)]
-pub fn loop_redisson(
-    env: Env,
-    endpoint: u32,
-    id: u32,
-    op: u32,
-    name: String,
-    channel: String,
-    field: String,
-    aux: String,
-    lease: f64,
-    wait: f64,
-    watch: Vec<f64>,
-    adapter: String,
-) -> napi::Result<()> {
-    LoopEngine::run(&env, id, async move {
-        let req =
-            redisson::Request::parse(op, name, channel, field, aux, lease, wait, &watch, &adapter)?;
-        let target = target(endpoint)?;
-        let connect = || LoopConn::connect(endpoint);
-        redisson::run(req, target, connect, &LoopTimer).await
-    })
-}
+    fn connect(route: &u32) -> impl std::future::Future<Output = crate::error::Result<LoopConn>> {
+        LoopConn::connect(*route)
+    }
 
-/// An operation of the redislock face's options beyond redislock 1.3.0 as
-/// operation `id` on the JS-thread engine (see `lockx::run`).
-#[napi(catch_unwind)]
-pub fn loop_lockx(
-    env: Env,
-    endpoint: u32,
-    id: u32,
-    op: u32,
-    key: String,
-    token: String,
-    nums: Vec<f64>,
-) -> napi::Result<()> {
-    let cancel = lockx::cancel_slot(&nums);
-    LoopEngine::run(&env, id, async move {
-        let req = lockx::Request::parse(op, key, token, &nums, cancel)?;
-        let target = target(endpoint)?;
-        let mut c = LoopConn::connect(endpoint).await?;
-        lockx::run(req, target, &mut c, &LoopTimer).await
-    })
-}
-
-/// A Redlock operation on several endpoints as operation `id` on the
-/// JS-thread engine (see `quorum::run`): every server's command goes out
-/// from this thread, all at once.
-#[napi(catch_unwind)]
-pub fn loop_quorum(
-    env: Env,
-    endpoints: Vec<u32>,
-    id: u32,
-    op: u32,
-    key: String,
-    token: String,
-    nums: Vec<f64>,
-) -> napi::Result<()> {
-    let cancel = quorum::cancel_slot(op, &nums);
-    LoopEngine::run(&env, id, async move {
-        let targets = targets(&endpoints)?;
-        let connect = |i: usize| LoopConn::connect(endpoints[i]);
-        quorum::run(
-            op, targets, connect, &LoopTimer, &key, &token, &nums, cancel,
-        )
-        .await
-    })
+    fn timer() -> &'static dyn Timer {
+        &LoopTimer
+    }
 }
 
 fn check(status: sys::napi_status) -> napi::Result<()> {

@@ -679,7 +679,7 @@ impl Drop for Sleep {
 /// operation `id`, and a panic inside it settles it as an internal error.
 pub(crate) fn spawn_op<F, T>(engine: &Engine, sink: Rc<dyn Sink>, id: u32, op: F)
 where
-    T: crate::node::wire::done::Outcome + 'static,
+    T: Into<crate::node::wire::done::Reply> + 'static,
     F: Future<Output = crate::error::Result<T>> + 'static,
 {
     engine.spawn(Box::pin(async move {

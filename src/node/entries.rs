@@ -1,0 +1,64 @@
+//! Every native operation entry, declared once: each line below becomes
+//! `loop<Name>(endpoint, id, …)` for the JS-thread engine (a free function:
+//! no class to unwrap per call) and `Completer.<name>(endpoint, id, …)`
+//! for the tokio engine, both running the same operation of src/node/ops/
+//! on that engine's connections and timer (engine/contract.rs). An entry
+//! returns at once; the operation's outcome reaches JavaScript's `onDone`
+//! as operation `id` (wire/done.rs).
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+#[cfg(unix)]
+use crate::node::engine::jsloop::{Loop, LoopEngine};
+use crate::node::engine::tokio::{Completer, Tokio};
+use crate::node::ops::{lockx, quorum, redisson, token};
+use crate::node::wire::codes::{LockOp, RedissonOp};
+
+/// `name / loop_name (where: type; args…) => module::operation;` emits both
+/// engines' entries for `operation`, which takes `where` and `args` and
+/// returns the operation's future.
+macro_rules! entries {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident / $loop_name:ident ($at:ident : $at_ty:ty; $($arg:ident : $ty:ty),*) => $m:ident :: $f:ident;
+    )*) => {
+        $(
+            $(#[doc = $doc])*
+            #[cfg(unix)]
+            #[napi(catch_unwind)]
+            #[allow(clippy::too_many_arguments)]
+            pub fn $loop_name(env: Env, $at: $at_ty, id: u32, $($arg: $ty),*) -> Result<(), &'static str> {
+                LoopEngine::spawn(&env, id, $m::$f::<Loop>($at, $($arg),*))
+            }
+        )*
+
+        #[napi]
+        impl Completer {
+            $(
+                $(#[doc = $doc])*
+                #[napi(catch_unwind)]
+                #[allow(clippy::too_many_arguments)]
+                pub fn $name(&self, $at: $at_ty, id: u32, $($arg: $ty),*) {
+                    self.spawn(id, $m::$f::<Tokio>($at, $($arg),*));
+                }
+            )*
+        }
+    };
+}
+
+entries! {
+    /// Takes `key` for `token` (redislock 1.3.0's acquire): `true` when held.
+    acquire / loop_acquire (endpoint: u32; key: String, token: String, ttl: f64, retries: f64, delay: f64) => token::acquire;
+    /// Deletes `key` if `token` holds it: `false` when not ours.
+    release / loop_release (endpoint: u32; key: String, token: String) => token::release;
+    /// Sets `key`'s TTL to `ms` if `token` holds it: `false` when not ours.
+    extend / loop_extend (endpoint: u32; key: String, token: String, ms: f64) => token::extend;
+    /// An operation of the redislock face's options beyond redislock 1.3.0
+    /// (`nums` by `Slot`).
+    lockx / loop_lockx (endpoint: u32; op: LockOp, key: String, token: String, nums: Vec<f64>) => lockx::lockx;
+    /// A Redlock operation on several endpoints (`nums` by `Slot`).
+    quorum / loop_quorum (endpoints: Vec<u32>; op: LockOp, key: String, token: String, nums: Vec<f64>) => quorum::quorum;
+    /// A Redisson face operation (`nums` by `Slot`).
+    redisson / loop_redisson (endpoint: u32; op: RedissonOp, name: String, channel: String, field: String, aux: String, adapter: String, nums: Vec<f64>) => redisson::redisson;
+}

@@ -1,0 +1,45 @@
+//! redislock 1.3.0's own operations (a lock made without the options
+//! beyond it): `acquire`, `release`, `extend`, on either engine. The hot
+//! path: a connection, one script, a yes or no.
+
+use crate::error::Result;
+use crate::limits;
+use crate::locks::token::{self, AcquireOptions};
+use crate::node::engine::contract::Engine;
+
+/// Takes `key` for `token` (see `token::acquire`): `true` when held.
+pub(crate) async fn acquire<E: Engine>(
+    endpoint: u32,
+    key: String,
+    token: String,
+    ttl: f64,
+    retries: f64,
+    delay: f64,
+) -> Result<bool> {
+    let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
+    let route = E::shared(endpoint)?;
+    let mut c = E::connect(&route).await?;
+    token::acquire(&mut c, E::timer(), &key, &token, &opts).await
+}
+
+/// Deletes `key` if `token` holds it (see `token::release`): `false` when
+/// not ours.
+pub(crate) async fn release<E: Engine>(endpoint: u32, key: String, token: String) -> Result<bool> {
+    let route = E::shared(endpoint)?;
+    let mut c = E::connect(&route).await?;
+    token::release(&mut c, &key, &token).await
+}
+
+/// Sets `key`'s TTL to `ms` if `token` holds it (see `token::extend`):
+/// `false` when not ours.
+pub(crate) async fn extend<E: Engine>(
+    endpoint: u32,
+    key: String,
+    token: String,
+    ms: f64,
+) -> Result<bool> {
+    let ms = limits::extension_from_number(ms)?;
+    let route = E::shared(endpoint)?;
+    let mut c = E::connect(&route).await?;
+    token::extend(&mut c, &key, &token, ms).await
+}

@@ -1,0 +1,68 @@
+//! The numbers an operation takes from JavaScript, slot by slot: one
+//! layout for every face's operations (a face leaves the slots it does not
+//! use at 0), named by [`Slot`], which the binding exports for
+//! lib/native/wire.js to fill.
+
+use napi_derive::napi;
+
+use crate::error::{Error, Result};
+
+/// Where each number sits in an operation's numbers. 0 means "none" or
+/// "the default" in every slot.
+#[napi]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// An acquire's TTL, an extend's new TTL, a Redlock release's TTL (for
+    /// its default server timeout), a Redisson lease (ms).
+    Time = 0,
+    /// An acquire's retries (-1: until it is free).
+    Retries = 1,
+    /// The pause between attempts (ms).
+    Delay = 2,
+    /// The option bits (`Flag`).
+    Flags = 3,
+    /// JavaScript's id for this hold with the lease keeper (0: none).
+    Hold = 4,
+    /// The keeper environment (`keeperEnv()`) of the hold and the cancel id.
+    Env = 5,
+    /// The longest event-loop lag the keeper allows (ms; 0: its default).
+    MaxLagMs = 6,
+    /// The longest hold the keeper renews (ms; 0: no limit).
+    MaxHoldMs = 7,
+    /// The id an `AbortSignal` cancels this acquire under (0: none).
+    Cancel = 8,
+    /// Replicas that must acknowledge the write (0: none).
+    Replicas = 9,
+    /// How long to wait for them (ms).
+    ReplicaTimeoutMs = 10,
+    /// Redlock: each server's time to answer (0: `max(50, ttl / 100)`).
+    ServerTimeoutMs = 11,
+    /// Redlock: the most random time added to a retry's delay (ms).
+    JitterMs = 12,
+    /// Redisson: how long a `tryLock` waits (-1: forever; 0: one attempt).
+    WaitMs = 13,
+    /// How many slots there are (not a slot).
+    Count = 14,
+}
+
+/// An operation's numbers, as JavaScript sent them.
+pub(crate) struct Nums(Vec<f64>);
+
+impl Nums {
+    /// Checks that `nums` has one number per slot.
+    pub(crate) fn new(nums: Vec<f64>) -> Result<Nums> {
+        if nums.len() != Slot::Count as usize {
+            return Err(Error::InvalidArgument(format!(
+                "expected {} numbers, got {}",
+                Slot::Count as usize,
+                nums.len()
+            )));
+        }
+        Ok(Nums(nums))
+    }
+
+    /// The number in `slot`.
+    pub(crate) fn get(&self, slot: Slot) -> f64 {
+        self.0.get(slot as usize).copied().unwrap_or(0.0)
+    }
+}
