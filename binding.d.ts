@@ -174,6 +174,12 @@ export declare function keeperPoll(env: number): Array<number>
  */
 export declare function keeperRemaining(endpoint: number, key: string, token: string): number
 
+/**
+ * The Redis Cluster slot of `key` (its hash tag's, if it has one): the
+ * JavaScript faces check with it that keys meant to share a slot do.
+ */
+export declare function keySlot(key: string): number
+
 /** A token lock's or Redlock's operation (ops/lockx.rs, ops/quorum.rs). */
 export declare const enum LockOp {
   Acquire = 0,
@@ -230,6 +236,8 @@ export interface QuorumReport {
   /** Validity left at the end (ms; TTL − time spent − drift; may be negative). */
   validityMs: number
   attempts: number
+  /** How many servers are a majority (what a verdict needs). */
+  quorum: number
   /** One per server, in the order JavaScript gave them. */
   servers: Array<ServerVote>
 }

@@ -845,6 +845,7 @@ module.exports.keeperDrop = nativeBinding.keeperDrop
 module.exports.keeperEnv = nativeBinding.keeperEnv
 module.exports.keeperPoll = nativeBinding.keeperPoll
 module.exports.keeperRemaining = nativeBinding.keeperRemaining
+module.exports.keySlot = nativeBinding.keySlot
 module.exports.LockOp = nativeBinding.LockOp
 module.exports.lockxCancel = nativeBinding.lockxCancel
 module.exports.loopAcquire = nativeBinding.loopAcquire

@@ -23,10 +23,8 @@ const { LockOp, Flag: { Wake: F_WAKE, Keep: F_KEEP }, nums } = require('../nativ
 const now = () => performance.now()
 
 // Each operation's value is the native report (src/node/wire/done.rs
-// `QuorumReport`): { granted, validityMs, attempts, servers: [{ outcome, error? }] }.
-
-/** How many of `n` servers are a majority. */
-const majority = (n) => Math.floor(n / 2) + 1
+// `QuorumReport`): { granted, validityMs, attempts, quorum (how many servers
+// are a majority), servers: [{ outcome, error? }] }.
 
 /** "2 acquired, 3 held by another owner" */
 function tally (servers) {
@@ -61,7 +59,7 @@ function settleAcquire (lock, ctx, outcome, err, resolve, reject, value) {
   if (err) return reject(wrapError(err, LockAcquisitionError))
   const r = value
   const n = r.servers.length
-  const need = majority(n)
+  const need = r.quorum
   if (ctx.aborted !== null) {
     // Aborted while the winning attempt was in flight: give it back.
     if (r.granted) start(quietly, lock, key, lock._submit(LockOp.Release, key, lock._nums(lock.timeout)))
@@ -102,7 +100,7 @@ function settleRelease (lock, key, outcome, err, resolve, reject, value) {
     holds.lose(lock._hold, lostReason(r), key)
     const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
       ? `Lock on "${key}" had expired`
-      : `Lock on "${key}" was released on ${done} of ${n} servers, needed ${majority(n)}: ${tally(r.servers)} (the rest expire by their TTL)`
+      : `Lock on "${key}" was released on ${done} of ${n} servers, needed ${r.quorum}: ${tally(r.servers)} (the rest expire by their TTL)`
     return reject(withServers(new LockReleaseError(msg), lock, r))
   }
   resolve()
@@ -121,15 +119,14 @@ function settleExtend (lock, key, outcome, err, resolve, reject, value) {
   const done = r.servers.filter((s) => s.outcome === 'extended').length
   const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
     ? `Lock on "${key}" had expired`
-    : `Lock on "${key}" could not be extended (extended on ${done} of ${n} servers, needed ${majority(n)}: ${tally(r.servers)}${r.validityMs <= 0 ? `; no validity left: ${r.validityMs} ms` : ''}); it is lost and was released everywhere`
+    : `Lock on "${key}" could not be extended (extended on ${done} of ${n} servers, needed ${r.quorum}: ${tally(r.servers)}${r.validityMs <= 0 ? `; no validity left: ${r.validityMs} ms` : ''}); it is lost and was released everywhere`
   reject(withServers(new LockExtendError(msg), lock, r))
 }
 
 /** Why a failed release or extend lost the lock: gone on a majority, or not confirmed. */
 function lostReason (report) {
   const notOurs = report.servers.filter((s) => s.outcome === 'not-ours').length
-  const n = report.servers.length
-  return notOurs > n - majority(n) ? 'expired' : 'renewal-failed'
+  return notOurs > report.servers.length - report.quorum ? 'expired' : 'renewal-failed'
 }
 
 function forget (lock) {

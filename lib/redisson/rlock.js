@@ -10,6 +10,7 @@
 
 const { randomUUID } = require('crypto')
 const { start } = require('../native/bridge')
+const { keySlot } = require('../native/loader')
 const keeper = require('../common/keeper')
 const { RedissonLockError, nativeMessage } = require('../common/errors')
 const { newHold, lose, signalOf } = require('../common/holds')
@@ -28,14 +29,6 @@ const NONE = Object.freeze({})
 /** node-redisson's `prefixName`: braces unless the name starts with one. */
 function prefixName (prefix, name) {
   return `${prefix}:${name.startsWith('{') ? name : `{${name}}`}`
-}
-
-/** The part of `key` Redis Cluster hashes: its hash tag, else the whole key. */
-function hashed (key) {
-  const open = key.indexOf('{')
-  if (open < 0) return key
-  const close = key.indexOf('}', open + 1)
-  return close > open + 1 ? key.slice(open + 1, close) : key
 }
 
 function checkUnit (unit) {
@@ -151,7 +144,7 @@ class RLock {
     this._channel = prefix + prefixName('redisson_lock__channel', name)
     this._field = `${redisson._id}:${this._clientId}`
     this._watchKey = `${redisson._target.endpoint}\n${this._key}\n${this._field}`
-    if (redisson._target.cluster && hashed(this._key) !== hashed(this._channel)) {
+    if (redisson._target.cluster && keySlot(this._key) !== keySlot(this._channel)) {
       // The unlock script touches the lock, its channel and its latch: on a
       // cluster they must share a slot, or every unlock fails (CROSSSLOT)
       // and the lock is stuck until its lease ends.

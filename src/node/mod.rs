@@ -94,6 +94,14 @@ pub fn keeper_drop(endpoint: u32, key: String, token: String) -> napi::Result<()
     Ok(())
 }
 
+/// The Redis Cluster slot of `key` (its hash tag's, if it has one): the
+/// JavaScript faces check with it that keys meant to share a slot do.
+#[cfg_attr(test, allow(dead_code))]
+#[napi(catch_unwind)]
+pub fn key_slot(key: String) -> u32 {
+    u32::from(crate::locks::keys::key_slot(&key))
+}
+
 /// How an endpoint is named in errors (`host:port/db`, `unix:path/db`).
 #[cfg_attr(test, allow(dead_code))]
 #[napi(catch_unwind)]

@@ -256,6 +256,7 @@ fn encode(report: &Report, step: Step) -> QuorumReport {
         granted: report.granted,
         validity_ms: report.validity_ms as f64,
         attempts: report.attempts as f64,
+        quorum: u32::try_from(quorum::majority(report.outcomes.len())).unwrap_or(u32::MAX),
         servers: report
             .outcomes
             .iter()

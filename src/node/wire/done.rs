@@ -78,6 +78,8 @@ pub struct QuorumReport {
     /// Validity left at the end (ms; TTL − time spent − drift; may be negative).
     pub validity_ms: f64,
     pub attempts: f64,
+    /// How many servers are a majority (what a verdict needs).
+    pub quorum: u32,
     /// One per server, in the order JavaScript gave them.
     pub servers: Vec<ServerVote>,
 }
