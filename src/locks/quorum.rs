@@ -73,7 +73,7 @@ impl Outcome {
         }
     }
 
-    fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         matches!(self, Outcome::Acquired | Outcome::Done)
     }
 }
@@ -141,7 +141,7 @@ pub fn validity_ms(ttl_ms: u64, elapsed: Duration) -> i64 {
 
 /// Runs `op` on every server (`connect(i)` gives server `i`'s connection),
 /// all at once, each bounded by `within`.
-async fn on_all<C, F, Fut, Op, OpFut>(
+pub(crate) async fn on_all<C, F, Fut, Op, OpFut>(
     n: usize,
     connect: &F,
     timer: &dyn Timer,

@@ -1,0 +1,418 @@
+//! node-redlock's lock: several resources taken all-or-nothing on each of
+//! N independent servers by one script per server, held while a majority
+//! holds them. By default the scripts are redlock 4.2.0's own, byte for
+//! byte, so their EVALSHA hashes are a redlock process's and the two
+//! exclude each other on the same keys; a face may hand in transformed
+//! ones (`lockScript: (s) => …`). A server votes for an operation when its
+//! script answers the number of keys (redlock's rule).
+//!
+//! The quorum rounds are locks/quorum.rs's (every server at once, each
+//! bounded by the server timeout); the retries are the one wait loop's.
+//! Validity is counted on the monotonic clock from the start of the
+//! attempt that won, less redlock's drift (`round(driftFactor × ttl) + 2`
+//! ms), and a lock with none left is never granted. A failed attempt gives
+//! back what it took, everywhere, before the next.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use redis::aio::ConnectionLike;
+
+use crate::error::{Error, Result};
+use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms, MAX_MS};
+use crate::locks::quorum::{majority, on_all, Outcome, Report};
+use crate::transport::lua::Lua;
+use crate::waiting::cancel::Cancel;
+use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
+use crate::waiting::timer::Timer;
+
+/// redlock 4.2.0's lock script: 0 if any key exists, else sets them all
+/// (`PX ttl`) and answers how many.
+pub const LOCK_SCRIPT: &str = "\n\t-- Return 0 if an entry already exists.\n\tfor i, key in ipairs(KEYS) do\n\t\tif redis.call(\"exists\", key) == 1 then\n\t\t\treturn 0\n\t\tend\n\tend\n\n\t-- Create an entry for each provided key.\n\tfor i, key in ipairs(KEYS) do\n\t\tredis.call(\"set\", key, ARGV[1], \"PX\", ARGV[2])\n\tend\n\n\t-- Return the number of entries added.\n\treturn #KEYS\n";
+
+/// redlock 4.2.0's unlock script: deletes each key that carries the value
+/// and answers how many.
+pub const UNLOCK_SCRIPT: &str = "\n\tlocal count = 0\n\tfor i, key in ipairs(KEYS) do\n\t\t-- Only remove entries for *this* lock value.\n\t\tif redis.call(\"get\", key) == ARGV[1] then\n\t\t\tredis.pcall(\"del\", key)\n\t\t\tcount = count + 1\n\t\tend\n\tend\n\n\t-- Return the number of entries removed.\n\treturn count\n";
+
+/// redlock 4.2.0's extend script: 0 if any key carries another value,
+/// else sets them all again (`PX ttl`) and answers how many.
+pub const EXTEND_SCRIPT: &str = "\n\t-- Return 0 if an entry exists with a *different* lock value.\n\tfor i, key in ipairs(KEYS) do\n\t\tif redis.call(\"get\", key) ~= ARGV[1] then\n\t\t\treturn 0\n\t\tend\n\tend\n\n\t-- Update the entry for each provided key.\n\tfor i, key in ipairs(KEYS) do\n\t\tredis.call(\"set\", key, ARGV[1], \"PX\", ARGV[2])\n\tend\n\n\t-- Return the number of entries updated.\n\treturn #KEYS\n";
+
+/// The three scripts a redlock lock runs.
+pub struct Scripts {
+    pub lock: Lua,
+    pub unlock: Lua,
+    pub extend: Lua,
+}
+
+impl Scripts {
+    pub fn new(lock: &str, unlock: &str, extend: &str) -> Scripts {
+        Scripts {
+            lock: Lua::new(lock),
+            unlock: Lua::new(unlock),
+            extend: Lua::new(extend),
+        }
+    }
+
+    /// redlock 4.2.0's own.
+    pub fn redlock() -> Scripts {
+        Scripts::new(LOCK_SCRIPT, UNLOCK_SCRIPT, EXTEND_SCRIPT)
+    }
+}
+
+/// The resources of one lock and its random value.
+#[derive(Clone, Copy)]
+pub struct Resources<'a> {
+    pub keys: &'a [String],
+    pub value: &'a str,
+}
+
+/// How an acquire or extend retries, and each server's bound.
+#[derive(Clone, Copy, Debug)]
+pub struct RedlockOptions {
+    pub ttl_ms: u64,
+    pub retries: Retries,
+    pub delay: Duration,
+    /// Up to this much random extra wait per pause.
+    pub jitter: Duration,
+    pub server_timeout: Duration,
+    /// redlock's `driftFactor` (0.01 by default).
+    pub drift_factor: f64,
+}
+
+/// redlock's drift for a lease of `ttl_ms`: `round(factor × ttl) + 2` ms
+/// (Redis's 1 ms expiry precision plus the clocks' drift).
+pub fn drift_ms(ttl_ms: u64, factor: f64) -> i64 {
+    let d = (factor * ttl_ms.min(MAX_MS) as f64).round();
+    // NaN or a negative factor allows no drift of its own; a huge one, all.
+    let d = if d > 0.0 {
+        d.min(MAX_MS as f64) as i64
+    } else {
+        0
+    };
+    d + 2
+}
+
+/// The validity left of a lease of `ttl_ms` granted by an attempt started
+/// `elapsed` ago. Signed: negative when the attempt took too long.
+pub fn validity_ms(ttl_ms: u64, elapsed: Duration, factor: f64) -> i64 {
+    let ttl = ttl_ms.min(MAX_MS) as i64;
+    let elapsed = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
+    ttl.saturating_sub(elapsed)
+        .saturating_sub(drift_ms(ttl_ms, factor))
+}
+
+/// Runs `script` with the resources as KEYS and `value` (and the TTL) as
+/// ARGV: `true` when it answers the number of keys.
+async fn run<C: ConnectionLike>(
+    conn: &mut C,
+    script: &Lua,
+    res: Resources<'_>,
+    ttl_ms: Option<u64>,
+) -> Result<bool> {
+    let ttl = ttl_ms.map(|t| t.to_string());
+    let bytes = res.keys.iter().map(String::len).sum::<usize>() + res.value.len() + 24;
+    let reply: redis::Value = script
+        .eval(conn, (3 + res.keys.len(), bytes), |cmd| {
+            cmd.arg(res.keys.len()).arg(res.keys).arg(res.value);
+            if let Some(t) = &ttl {
+                cmd.arg(t);
+            }
+        })
+        .await?;
+    let n = res.keys.len();
+    Ok(match reply {
+        redis::Value::Int(got) => usize::try_from(got).is_ok_and(|g| g == n),
+        redis::Value::BulkString(b) => b == n.to_string().as_bytes(),
+        redis::Value::SimpleString(s) => s == n.to_string(),
+        _ => false,
+    })
+}
+
+/// Which script an attempt runs.
+#[derive(Clone, Copy)]
+enum Take {
+    Lock,
+    Extend,
+}
+
+/// One attempt on every server (see [`attempt`]): won when granted.
+struct Round<'a, F> {
+    n: usize,
+    connect: &'a F,
+    timer: &'a dyn Timer,
+    scripts: &'a Scripts,
+    res: Resources<'a>,
+    opts: &'a RedlockOptions,
+    take: Take,
+}
+
+impl<C, F, Fut> Attempt for Round<'_, F>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    type Won = Report;
+    type Lost = Report;
+
+    async fn attempt(&mut self) -> Result<std::result::Result<Report, Report>> {
+        let report = attempt(self).await;
+        Ok(if report.granted {
+            Ok(report)
+        } else {
+            Err(report)
+        })
+    }
+}
+
+/// The lock (or extend) script on every server at once; granted on a
+/// majority with validity left, else what it took is given back
+/// everywhere.
+async fn attempt<C, F, Fut>(r: &Round<'_, F>) -> Report
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    let (script, took, refused) = match r.take {
+        Take::Lock => (&r.scripts.lock, Outcome::Acquired, Outcome::Held),
+        Take::Extend => (&r.scripts.extend, Outcome::Done, Outcome::NotOurs),
+    };
+    let (res, ttl) = (r.res, r.opts.ttl_ms);
+    let started = Instant::now();
+    let outcomes = on_all(
+        r.n,
+        r.connect,
+        r.timer,
+        r.opts.server_timeout,
+        |mut c: C| async move { run(&mut c, script, res, Some(ttl)).await },
+    )
+    .await
+    .into_iter()
+    .map(|o| match o {
+        Outcome::Done => took.clone(),
+        Outcome::NotOurs => refused.clone(),
+        other => other,
+    })
+    .collect::<Vec<_>>();
+    let validity = validity_ms(ttl, started.elapsed(), r.opts.drift_factor);
+    let got = outcomes.iter().filter(|o| o.ok()).count();
+    let granted = got >= majority(r.n) && validity > 0;
+    // Give back what this attempt may have taken (a timed-out script may
+    // have run too), everywhere at once.
+    if !granted && outcomes.iter().any(|o| *o != refused) {
+        unlock_all(
+            r.n,
+            r.connect,
+            r.timer,
+            r.opts.server_timeout,
+            r.scripts,
+            res,
+        )
+        .await;
+    }
+    Report {
+        granted,
+        validity_ms: validity,
+        outcomes,
+        attempts: 1,
+        started,
+    }
+}
+
+/// Takes every resource on a majority of the `n` servers (`connect(i)`
+/// gives server `i`'s connection) with the lock script, retrying as
+/// `opts` says; `random` gives a number in 0..1 for the jitter and
+/// `cancel` ends the wait.
+#[allow(clippy::too_many_arguments)]
+pub async fn acquire<C, F, Fut>(
+    n: usize,
+    connect: F,
+    timer: &dyn Timer,
+    scripts: &Scripts,
+    res: Resources<'_>,
+    opts: &RedlockOptions,
+    random: &(dyn Fn() -> f64 + Sync),
+    cancel: Option<&Cancel>,
+) -> Result<Report>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    rounds(
+        n,
+        &connect,
+        timer,
+        scripts,
+        res,
+        opts,
+        random,
+        cancel,
+        Take::Lock,
+    )
+    .await
+}
+
+/// Sets every resource's TTL again on a majority with the extend script
+/// (while they carry the value), retrying as `opts` says, as redlock 4
+/// extends.
+pub async fn extend<C, F, Fut>(
+    n: usize,
+    connect: F,
+    timer: &dyn Timer,
+    scripts: &Scripts,
+    res: Resources<'_>,
+    opts: &RedlockOptions,
+    random: &(dyn Fn() -> f64 + Sync),
+) -> Result<Report>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    rounds(
+        n,
+        &connect,
+        timer,
+        scripts,
+        res,
+        opts,
+        random,
+        None,
+        Take::Extend,
+    )
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn rounds<C, F, Fut>(
+    n: usize,
+    connect: &F,
+    timer: &dyn Timer,
+    scripts: &Scripts,
+    res: Resources<'_>,
+    opts: &RedlockOptions,
+    random: &(dyn Fn() -> f64 + Sync),
+    cancel: Option<&Cancel>,
+    take: Take,
+) -> Result<Report>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    check(n, res, opts.ttl_ms)?;
+    let schedule = Schedule {
+        retries: opts.retries,
+        delay: opts.delay,
+        jitter: opts.jitter,
+    };
+    let mut round = Round {
+        n,
+        connect,
+        timer,
+        scripts,
+        res,
+        opts,
+        take,
+    };
+    let waited = retry(&mut round, timer, &schedule, random, None, cancel).await?;
+    let (Ok(mut report) | Err(mut report)) = waited.outcome;
+    report.attempts = waited.attempts;
+    Ok(report)
+}
+
+/// Deletes every resource that carries the value, on every server with the
+/// unlock script; granted when a majority deleted them all (the others
+/// expire by their TTL).
+pub async fn release<C, F, Fut>(
+    n: usize,
+    connect: F,
+    timer: &dyn Timer,
+    scripts: &Scripts,
+    res: Resources<'_>,
+    server_timeout: Duration,
+) -> Result<Report>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    check(n, res, 1)?;
+    let started = Instant::now();
+    let outcomes = unlock_all(n, &connect, timer, server_timeout, scripts, res).await;
+    let got = outcomes.iter().filter(|o| o.ok()).count();
+    Ok(Report {
+        granted: got >= majority(n),
+        validity_ms: 0,
+        outcomes,
+        attempts: 1,
+        started,
+    })
+}
+
+async fn unlock_all<C, F, Fut>(
+    n: usize,
+    connect: &F,
+    timer: &dyn Timer,
+    server_timeout: Duration,
+    scripts: &Scripts,
+    res: Resources<'_>,
+) -> Vec<Outcome>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    on_all(n, connect, timer, server_timeout, |mut c: C| async move {
+        run(&mut c, &scripts.unlock, res, None).await
+    })
+    .await
+}
+
+fn check(n: usize, res: Resources<'_>, ttl_ms: u64) -> Result<()> {
+    if n == 0 {
+        return Err(Error::InvalidArgument(
+            "a redlock needs at least one server".into(),
+        ));
+    }
+    if res.keys.is_empty() {
+        return Err(Error::InvalidArgument(
+            "a redlock needs at least one resource".into(),
+        ));
+    }
+    for key in res.keys {
+        check_not_empty("resource", key)?;
+    }
+    match is_positive_ms(ttl_ms) {
+        true => Ok(()),
+        false => Err(invalid_timeout(ttl_ms)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SHA1 of redlock 4.2.0's scripts, as its EVALSHA sends them.
+    #[test]
+    fn the_scripts_hash_as_redlock_4_2_0s() {
+        let s = Scripts::redlock();
+        assert_eq!(s.lock.hash(), "e5a322e2634ef59a516e8ea150cb085afafee684");
+        assert_eq!(s.unlock.hash(), "0f0f23b9048b36752b5be114f357ba083449f908");
+        assert_eq!(s.extend.hash(), "ce46f80993d5dac20dd066eb301a4e37994bdbed");
+    }
+
+    #[test]
+    fn drift_is_redlocks_and_validity_is_signed() {
+        assert_eq!(drift_ms(10_000, 0.01), 102);
+        assert_eq!(drift_ms(10_000, 0.0), 2);
+        assert_eq!(drift_ms(150, 0.01), 4); // round(1.5) = 2
+        assert_eq!(drift_ms(1_000, f64::NAN), 2);
+        assert_eq!(validity_ms(10_000, Duration::from_millis(30), 0.01), 9_868);
+        assert!(validity_ms(3, Duration::from_millis(5), 0.01) < 0);
+        assert!(validity_ms(MAX_MS, Duration::ZERO, 1e300) < 0);
+    }
+}
