@@ -29,6 +29,11 @@ export declare class Completer {
   lockx(endpoint: number, id: number, op: LockOp, key: string, token: string, nums: Array<number>): void
   /** r" A Redlock operation on several endpoints (`nums` by `Slot`). */
   quorum(endpoints: Array<number>, id: number, op: LockOp, key: string, token: string, nums: Array<number>): void
+  /**
+   * r" A node-redlock operation: script set `scripts`, resources `keys`
+   * r" (`nums` by `Slot`).
+   */
+  redlock(endpoints: Array<number>, id: number, op: LockOp, scripts: number, keys: Array<string>, value: string, nums: Array<number>): void
   /** r" A Redisson face operation (`nums` by `Slot`). */
   redisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Array<number>): void
 }
@@ -213,6 +218,12 @@ export declare function loopQuorum(endpoints: Array<number>, id: number, op: Loc
 /** r" A Redisson face operation (`nums` by `Slot`). */
 export declare function loopRedisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Array<number>): void
 
+/**
+ * r" A node-redlock operation: script set `scripts`, resources `keys`
+ * r" (`nums` by `Slot`).
+ */
+export declare function loopRedlock(endpoints: Array<number>, id: number, op: LockOp, scripts: number, keys: Array<string>, value: string, nums: Array<number>): void
+
 /** r" Deletes `key` if `token` holds it: `false` when not ours. */
 export declare function loopRelease(endpoint: number, id: number, key: string, token: string): void
 
@@ -249,6 +260,19 @@ export declare const enum RedissonOp {
   ForceUnlock = 2,
   IsLocked = 3,
 }
+
+/** redlock 4.2.0's scripts, for a face to hand to a user's transforms. */
+export declare function redlockScripts(): RedlockScripts
+
+/** node-redlock's scripts (redlock 4.2.0's own, byte for byte). */
+export interface RedlockScripts {
+  lock: string
+  unlock: string
+  extend: string
+}
+
+/** The id of a node-redlock script set (registered once per `Redlock`). */
+export declare function redlockScriptSet(lock: string, unlock: string, extend: string): number
 
 /** One server's part in a Redlock operation. */
 export interface ServerVote {
@@ -296,8 +320,10 @@ export declare const enum Slot {
   JitterMs = 12,
   /** Redisson: how long a `tryLock` waits (-1: forever; 0: one attempt). */
   WaitMs = 13,
+  /** node-redlock: its `driftFactor` (a fraction of the TTL). */
+  DriftFactor = 14,
   /** How many slots there are (not a slot). */
-  Count = 14,
+  Count = 15,
 }
 
 /**

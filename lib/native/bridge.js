@@ -47,7 +47,8 @@ function share (ops) {
   return ops
 }
 
-function makeOperations ({ Completer, LoopEngine, loopAcquire, loopRelease, loopExtend, loopRedisson, loopLockx, loopQuorum }) {
+function makeOperations (native) {
+  const { Completer, LoopEngine } = native
   // Bun exports libuv's symbols but aborts in them; Deno has no uv_poll.
   // The engine is built for Unix only: elsewhere the binding has no LoopEngine.
   const loopPossible = typeof process.versions.bun !== 'string' && typeof globalThis.Deno === 'undefined' &&
@@ -75,7 +76,7 @@ function makeOperations ({ Completer, LoopEngine, loopAcquire, loopRelease, loop
         // Registers this environment's onDone; the operations are plain
         // functions (no class to unwrap per call).
         new LoopEngine(onDone) // eslint-disable-line no-new
-        loopEngine = { acquire: loopAcquire, release: loopRelease, extend: loopExtend, redisson: loopRedisson, lockx: loopLockx, quorum: loopQuorum }
+        loopEngine = loopOperations(native)
       }
       return loopEngine
     }
@@ -166,6 +167,21 @@ function makeOperations ({ Completer, LoopEngine, loopAcquire, loopRelease, loop
   }
 
   return { start, rejected, engineFor, tokioEngineFor, defaultEngine }
+}
+
+/**
+ * The JS-thread engine's operations by the tokio engine's names: every
+ * `loopX` entry of the binding as `x` (src/node/entries.rs declares each
+ * once for both engines).
+ */
+function loopOperations (native) {
+  const ops = {}
+  for (const name of Object.keys(native)) {
+    if (/^loop[A-Z]/.test(name) && typeof native[name] === 'function') {
+      ops[name[4].toLowerCase() + name.slice(5)] = native[name]
+    }
+  }
+  return ops
 }
 
 /** A Bluebird promise already rejected with `err`, called back to `fn` if given. */

@@ -18,6 +18,8 @@ mod envs;
 #[cfg_attr(test, allow(dead_code))]
 mod ops;
 mod runtime;
+#[cfg_attr(test, allow(dead_code))]
+mod scripts;
 mod targets;
 mod wake;
 mod wire;
@@ -100,6 +102,37 @@ pub fn keeper_drop(endpoint: u32, key: String, token: String) -> napi::Result<()
 #[napi(catch_unwind)]
 pub fn key_slot(key: String) -> u32 {
     u32::from(crate::locks::keys::key_slot(&key))
+}
+
+/// node-redlock's scripts (redlock 4.2.0's own, byte for byte).
+#[napi(object)]
+pub struct RedlockScripts {
+    pub lock: String,
+    pub unlock: String,
+    pub extend: String,
+}
+
+/// redlock 4.2.0's scripts, for a face to hand to a user's transforms.
+#[cfg_attr(test, allow(dead_code))]
+#[napi(catch_unwind)]
+pub fn redlock_scripts() -> RedlockScripts {
+    use crate::locks::redlock::{EXTEND_SCRIPT, LOCK_SCRIPT, UNLOCK_SCRIPT};
+    RedlockScripts {
+        lock: LOCK_SCRIPT.into(),
+        unlock: UNLOCK_SCRIPT.into(),
+        extend: EXTEND_SCRIPT.into(),
+    }
+}
+
+/// The id of a node-redlock script set (registered once per `Redlock`).
+#[cfg_attr(test, allow(dead_code))]
+#[napi(catch_unwind)]
+pub fn redlock_script_set(
+    lock: String,
+    unlock: String,
+    extend: String,
+) -> napi::Result<u32, &'static str> {
+    scripts::register(lock, unlock, extend).map_err(to_napi)
 }
 
 /// How an endpoint is named in errors (`host:port/db`, `unix:path/db`).

@@ -6,4 +6,5 @@
 pub(crate) mod lockx;
 pub(crate) mod quorum;
 pub(crate) mod redisson;
+pub(crate) mod redlock;
 pub(crate) mod token;

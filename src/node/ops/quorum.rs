@@ -47,7 +47,11 @@ fn bits(x: f64) -> Result<u32> {
 
 /// The server timeout: `requested` ms (0: the default, `max(50, ttl /
 /// 100)`), never above any server's command timeout.
-fn server_timeout(requested: f64, ttl_ms: u64, targets: &[Arc<Target>]) -> Result<Duration> {
+pub(crate) fn server_timeout(
+    requested: f64,
+    ttl_ms: u64,
+    targets: &[Arc<Target>],
+) -> Result<Duration> {
     let ms = if requested == 0.0 {
         (ttl_ms / 100).max(50)
     } else if requested.is_finite() && requested >= 1.0 && requested.fract() == 0.0 {
@@ -64,7 +68,7 @@ fn server_timeout(requested: f64, ttl_ms: u64, targets: &[Arc<Target>]) -> Resul
 }
 
 /// A number in 0..1 for the retry jitter.
-fn random() -> f64 {
+pub(crate) fn random() -> f64 {
     (uuid::Uuid::new_v4().as_u128() >> 75) as f64 / (1u64 << 53) as f64
 }
 
@@ -251,7 +255,7 @@ where
 }
 
 /// The report as JavaScript reads it (lib/redislock/quorum.js).
-fn encode(report: &Report, step: Step) -> QuorumReport {
+pub(crate) fn encode(report: &Report, step: Step) -> QuorumReport {
     QuorumReport {
         granted: report.granted,
         validity_ms: report.validity_ms as f64,

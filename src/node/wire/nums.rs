@@ -41,8 +41,10 @@ pub enum Slot {
     JitterMs = 12,
     /// Redisson: how long a `tryLock` waits (-1: forever; 0: one attempt).
     WaitMs = 13,
+    /// node-redlock: its `driftFactor` (a fraction of the TTL).
+    DriftFactor = 14,
     /// How many slots there are (not a slot).
-    Count = 14,
+    Count = 15,
 }
 
 /// An operation's numbers, as JavaScript sent them.

@@ -1,0 +1,33 @@
+'use strict'
+
+/**
+ * The servers of a lock over several independent Redis servers (Redlock,
+ * node-redlock): each client read once (lib/common/targets.js), one engine
+ * for all of them, one key prefix.
+ */
+
+const { targetFor } = require('./targets')
+const { tokioEngineFor } = require('../native/bridge')
+const { endpointName } = require('../native/loader')
+
+/**
+ * `{ engine, endpoints, prefix, names, cluster }` for `clients` (an array
+ * of what createLock takes); `what` names the caller in errors. The
+ * JS-thread engine runs them unless one needs the tokio engine (Redis
+ * Cluster, Sentinel): then the tokio engine runs all of them.
+ */
+function serversFor (clients, what) {
+  const targets = clients.map((c, i) => targetFor(c, `${what} server ${i}`))
+  const prefixes = new Set(targets.map((t) => t.prefix))
+  if (prefixes.size > 1) throw new TypeError(`${what}: every server's client must have the same key prefix`)
+  const engines = new Set(targets.map((t) => t.engine))
+  return {
+    engine: engines.size === 1 ? targets[0].engine : tokioEngineFor(),
+    endpoints: targets.map((t) => t.endpoint),
+    prefix: targets[0].prefix,
+    names: targets.map((t) => endpointName(t.endpoint)),
+    cluster: targets.some((t) => t.cluster)
+  }
+}
+
+module.exports = { serversFor }

@@ -1,0 +1,46 @@
+'use strict'
+
+/**
+ * redlock 4.2.0's `Lock` and `LockError`, with its own properties and
+ * prototype: what `redlock.lock()` resolves with and what it rejects with.
+ */
+
+const util = require('util')
+
+/**
+ * redlock 4.2.0's LockError: `name`, `message` and `attempts` (how many
+ * attempts were made; undefined for a release) as own properties.
+ */
+function LockError (message, attempts) {
+  Error.call(this)
+  Error.captureStackTrace(this, LockError)
+  this.name = 'LockError'
+  this.message = message || 'Failed to lock the resource.'
+  this.attempts = attempts
+}
+
+util.inherits(LockError, Error)
+
+/**
+ * A lock on one or more resources: `resource` (always an array, as in
+ * redlock 4.2.0), its random `value`, `expiration` (ms since the epoch; 0
+ * once released), the `attempts` it took and the `attemptsRemaining`.
+ */
+function Lock (redlock, resource, value, expiration, attempts, attemptsRemaining) {
+  this.redlock = redlock
+  this.resource = resource
+  this.value = value
+  this.expiration = expiration
+  this.attempts = attempts
+  this.attemptsRemaining = attemptsRemaining
+}
+
+Lock.prototype.unlock = function unlock (callback) {
+  return this.redlock.unlock(this, callback)
+}
+
+Lock.prototype.extend = function extend (ttl, callback) {
+  return this.redlock.extend(this, ttl, callback)
+}
+
+module.exports = { Lock, LockError }

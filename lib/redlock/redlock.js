@@ -1,0 +1,235 @@
+'use strict'
+
+/**
+ * redlock 4.2.0's `Redlock` over the native core: the same constructor,
+ * options and defaults, methods, messages, Bluebird promises and
+ * callbacks, and the same Redis traffic (its scripts, so a redlock process
+ * and this one exclude each other on the same keys). Each operation is one
+ * native call (src/node/ops/redlock.rs): every server at once, each bounded
+ * by a server timeout, the retries in Rust, and a lock whose validity is
+ * gone never returned.
+ */
+
+const util = require('util')
+const crypto = require('crypto')
+const EventEmitter = require('events')
+const Promise = require('bluebird')
+const { start } = require('../native/bridge')
+const { redlockScripts, redlockScriptSet, keySlot } = require('../native/loader')
+const { LockOp, nums } = require('../native/wire')
+const { serversFor } = require('../common/servers')
+const { Lock, LockError } = require('./lock')
+
+const SCRIPTS = redlockScripts()
+
+const defaults = {
+  driftFactor: 0.01,
+  retryCount: 10,
+  retryDelay: 200,
+  retryJitter: 100
+}
+
+// Hidden per-instance state: where the operations go, and the script set.
+const kServers = Symbol('redislock-rs.servers')
+const kScriptSet = Symbol('redislock-rs.scriptSet')
+
+function Redlock (clients, options) {
+  options = options || {}
+  this.driftFactor = typeof options.driftFactor === 'number' ? options.driftFactor : defaults.driftFactor
+  this.retryCount = typeof options.retryCount === 'number' ? options.retryCount : defaults.retryCount
+  this.retryDelay = typeof options.retryDelay === 'number' ? options.retryDelay : defaults.retryDelay
+  this.retryJitter = typeof options.retryJitter === 'number' ? options.retryJitter : defaults.retryJitter
+  this.lockScript = typeof options.lockScript === 'function' ? options.lockScript(SCRIPTS.lock) : SCRIPTS.lock
+  this.unlockScript = typeof options.unlockScript === 'function' ? options.unlockScript(SCRIPTS.unlock) : SCRIPTS.unlock
+  this.extendScript = typeof options.extendScript === 'function' ? options.extendScript(SCRIPTS.extend) : SCRIPTS.extend
+  this.servers = clients
+  if (this.servers.length === 0) throw new Error('Redlock must be instantiated with at least one redis server.')
+  for (const name of ['lockScript', 'unlockScript', 'extendScript']) {
+    if (typeof this[name] !== 'string' || this[name] === '') {
+      throw new TypeError(`Redlock option ${name} must be a function that returns the script's text (a non-empty string); it returned ${typeof this[name]}`)
+    }
+  }
+  this.scripts = {
+    lockScript: { value: this.lockScript, hash: this._hashScript(this.lockScript) },
+    unlockScript: { value: this.unlockScript, hash: this._hashScript(this.unlockScript) },
+    extendScript: { value: this.extendScript, hash: this._hashScript(this.extendScript) }
+  }
+  Object.defineProperty(this, kServers, { value: serversFor(Array.from(clients), 'new Redlock(clients)') })
+  Object.defineProperty(this, kScriptSet, { value: redlockScriptSet(this.lockScript, this.unlockScript, this.extendScript) })
+}
+
+util.inherits(Redlock, EventEmitter)
+
+Redlock.LockError = LockError
+Redlock.Lock = Lock
+
+/** Runs `quit()` on every client that has one (URLs and options have none). */
+Redlock.prototype.quit = function quit (callback) {
+  return Promise.map(this.servers, function (client) {
+    return client !== null && typeof client === 'object' && typeof client.quit === 'function' ? client.quit() : undefined
+  }).nodeify(callback)
+}
+
+Redlock.prototype.acquire =
+Redlock.prototype.lock = function lock (resource, ttl, callback) {
+  return this._lock(resource, null, ttl, {}, callback)
+}
+
+Redlock.prototype.acquireWithOptions =
+Redlock.prototype.lockWithOptions = function lockWithOptions (resource, ttl, options, callback) {
+  return this._lock(resource, null, ttl, options, callback)
+}
+
+/** A Bluebird disposer for `Promise.using`: the lock, unlocked after use. */
+Redlock.prototype.disposer = function disposer (resource, ttl, errorHandler) {
+  errorHandler = errorHandler || function (err) {} // eslint-disable-line no-unused-vars
+  return this._lock(resource, null, ttl, {}).disposer(function (lock) {
+    return lock.unlock().catch(errorHandler)
+  })
+}
+
+/**
+ * Deletes the lock on every server that still holds it for its value;
+ * rejects when fewer than a majority confirmed (the rest expire by TTL).
+ */
+Redlock.prototype.release =
+Redlock.prototype.unlock = function unlock (lock, callback) {
+  const resource = Array.isArray(lock.resource) ? lock.resource : [lock.resource]
+  // Immediately invalidate the lock.
+  lock.expiration = 0
+  const self = this
+  const ctx = { redlock: this, lock, resource }
+  const keys = keysOf(this, resource)
+  if (keys === null) return Promise.reject(new LockError(invalidResource(resource))).nodeify(callback)
+  return start(settleUnlock, self, ctx, submit(this, LockOp.Release, keys, String(lock.value), nums({}))).nodeify(callback)
+}
+
+/** Extends a lock that has not expired to `ttl` ms; resolves with the same lock. */
+Redlock.prototype.extend = function extend (lock, ttl, callback) {
+  if (lock.expiration < Date.now()) {
+    return Promise.reject(new LockError('Cannot extend lock on resource "' + lock.resource + '" because the lock has already expired.', 0)).nodeify(callback)
+  }
+  return this._lock(lock.resource, lock.value, ttl, {})
+    .then(function (extension) {
+      lock.value = extension.value
+      lock.expiration = extension.expiration
+      return lock
+    })
+    .nodeify(callback)
+}
+
+/**
+ * Takes (`value` null) or extends (`value` the lock's) `resource` for
+ * `ttl` ms: `options.retryCount` and `options.retryDelay` override the
+ * instance's (0 means the instance's, as in redlock 4.2.0).
+ */
+Redlock.prototype._lock = function _lock (resource, value, ttl, options, callback) {
+  if (typeof options === 'function' && typeof callback === 'undefined') {
+    callback = options
+    options = {}
+  }
+  options = options || {}
+  resource = Array.isArray(resource) ? resource : [resource]
+  const retryCount = options.retryCount || this.retryCount
+  const retryDelay = options.retryDelay || this.retryDelay
+  const keys = keysOf(this, resource)
+  if (keys === null) return Promise.reject(new LockError(invalidResource(resource), 0)).nodeify(callback)
+  if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 1) {
+    return Promise.reject(new LockError(`Invalid ttl ${util.inspect(ttl)} for the resource "${resource}": expected a positive integer number of milliseconds`, 0)).nodeify(callback)
+  }
+  const slots = crossSlot(this, keys)
+  if (slots !== null) {
+    return Promise.reject(new LockError(`Cannot lock the resources "${resource}" together on Redis Cluster: they hash to different slots (${slots}); give them one hash tag, such as {order:42}:a and {order:42}:b`, 0)).nodeify(callback)
+  }
+  const op = value === null ? LockOp.Acquire : LockOp.Extend
+  if (value === null) value = this._random()
+  // redlock 4.2.0 waits retryDelay ± retryJitter between attempts, never less than 0.
+  const delay = Math.max(0, Math.floor(retryDelay) || 0)
+  const jitter = Math.abs(Math.floor(this.retryJitter) || 0)
+  const base = Math.max(0, delay - jitter)
+  const args = nums({
+    time: ttl,
+    retries: retryCount === -1 ? -1 : Math.max(0, Math.floor(retryCount) || 0),
+    delay: base,
+    jitterMs: delay + jitter - base,
+    driftFactor: Number.isFinite(this.driftFactor) ? this.driftFactor : defaults.driftFactor
+  })
+  const ctx = { redlock: this, resource, value, retryCount }
+  return start(settleLock, this, ctx, submit(this, op, keys, String(value), args)).nodeify(callback)
+}
+
+Redlock.prototype._random = function _random () {
+  return crypto.randomBytes(16).toString('hex')
+}
+
+Redlock.prototype._hashScript = function _hashScript (value) {
+  return crypto.createHash('sha1').update(value).digest('hex')
+}
+
+/** The submit function of operation `op` (see lib/native/bridge.js). */
+function submit (redlock, op, keys, value, args) {
+  const s = redlock[kServers]
+  const set = redlock[kScriptSet]
+  return function (id) {
+    s.engine.redlock(s.endpoints, id, op, set, keys, value, args)
+  }
+}
+
+/** The resources as Redis names them (with the clients' key prefix), or null if one is not a string or number. */
+function keysOf (redlock, resource) {
+  const prefix = redlock[kServers].prefix
+  const keys = new Array(resource.length)
+  for (let i = 0; i < resource.length; i++) {
+    const r = resource[i]
+    if ((typeof r !== 'string' || r === '') && typeof r !== 'number') return null
+    keys[i] = prefix + String(r)
+  }
+  return keys.length > 0 ? keys : null
+}
+
+function invalidResource (resource) {
+  return `Invalid resource ${util.inspect(resource, { breakLength: Infinity, depth: 1 })}: expected a non-empty string (or number), or a non-empty array of them`
+}
+
+/** On Redis Cluster, the slots of `keys` when they are not all one ("5 for a, 9 for b"); else null. */
+function crossSlot (redlock, keys) {
+  if (!redlock[kServers].cluster || keys.length < 2) return null
+  const slots = keys.map(keySlot)
+  if (slots.every((s) => s === slots[0])) return null
+  return keys.map((k, i) => `${slots[i]} for ${k}`).join(', ')
+}
+
+/** Tells `clientError` listeners what each server that failed said. */
+function clientErrors (redlock, report) {
+  const names = redlock[kServers].names
+  report.servers.forEach(function (s, i) {
+    if (s.error != null) redlock.emit('clientError', new Error(s.error))
+    else if (s.outcome === 'timeout') redlock.emit('clientError', new Error(`Redis server ${names[i]} did not answer in time`))
+  })
+}
+
+function settleLock (redlock, ctx, outcome, err, resolve, reject, report) {
+  if (err) return reject(wrapped(err, 0))
+  clientErrors(redlock, report)
+  if (!report.granted) {
+    return reject(new LockError('Exceeded ' + ctx.retryCount + ' attempts to lock the resource "' + ctx.resource + '".', report.attempts))
+  }
+  const expiration = Date.now() + report.validityMs
+  resolve(new Lock(redlock, ctx.resource, ctx.value, expiration, report.attempts, ctx.retryCount - report.attempts))
+}
+
+function settleUnlock (redlock, ctx, outcome, err, resolve, reject, report) {
+  if (err) return reject(wrapped(err))
+  clientErrors(redlock, report)
+  if (!report.granted) return reject(new LockError('Unable to fully release the lock on resource "' + ctx.lock.resource + '".'))
+  resolve()
+}
+
+/** A failure of the native call itself, as a LockError with the original as `cause`. */
+function wrapped (err, attempts) {
+  const e = new LockError(err && err.message, attempts)
+  e.cause = err
+  return e
+}
+
+module.exports = Redlock

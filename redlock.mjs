@@ -1,0 +1,4 @@
+import Redlock from './redlock.js'
+
+export const { Lock, LockError } = Redlock
+export default Redlock
