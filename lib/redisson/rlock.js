@@ -12,7 +12,8 @@ const { randomUUID } = require('crypto')
 const { start } = require('../native/bridge')
 const keeper = require('../common/keeper')
 const { RedissonLockError, nativeMessage } = require('../common/errors')
-const { newHold, lose, signalOf } = require('../common/holds')
+const { newHold, lose } = require('../common/holds')
+const { LockBase, kHold } = require('../common/lock-base')
 const { TimeUnit } = require('./timeunit')
 
 const {
@@ -24,6 +25,21 @@ const RELEASED = 3
 const MAX_MS = BigInt(Number.MAX_SAFE_INTEGER)
 // A fixed lease: no watchdog (else [env, hold id, max event-loop lag ms]).
 const NO_WATCH = []
+
+// Hidden per-lock state (lib/common/lock-base.js; the current or last hold
+// is kHold). Public, as in node-redisson, stays `_clientId`. The Redisson
+// instance, the lock's name, the lease of the next watchdog-less unlock.
+const kRedisson = Symbol('redislock-rs.redisson')
+const kName = Symbol('redislock-rs.name')
+const kLeaseMs = Symbol('redislock-rs.leaseMs')
+// The lock's Redis key, its channel, and this client's field in the hash.
+const kLockKey = Symbol('redislock-rs.lockKey')
+const kChannel = Symbol('redislock-rs.channel')
+const kField = Symbol('redislock-rs.field')
+// This owner's entry in `watched`.
+const kWatchKey = Symbol('redislock-rs.watchKey')
+// Successful locks minus unlocks through this object.
+const kCount = Symbol('redislock-rs.count')
 
 /** node-redisson's `prefixName`: braces unless the name starts with one. */
 function prefixName (prefix, name) {
@@ -79,15 +95,15 @@ function settleTryLock (lock, ctx, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
   if (outcome) {
     // node-redisson: a fixed lease becomes the lease of later unlocks.
-    if (ctx.lease !== null) lock._leaseMs = ctx.lease
-    if (lock._count++ === 0) lock._hold = newHold()
+    if (ctx.lease !== null) lock[kLeaseMs] = ctx.lease
+    if (lock[kCount]++ === 0) lock[kHold] = newHold()
     if (ctx.watch !== null) {
       const w = ctx.watch
       if (!watched.has(w.key)) watched.set(w.key, w)
-      w.holds.add(lock._hold)
+      w.holds.add(lock[kHold])
       keeper.watch(w.id, lock, null, function (reason) {
         watched.delete(w.key)
-        for (const h of w.holds) lose(h, reason, lock._name)
+        for (const h of w.holds) lose(h, reason, lock[kName])
       })
     }
   }
@@ -96,36 +112,36 @@ function settleTryLock (lock, ctx, outcome, err, resolve, reject) {
 
 /** This object's holds are over (released, or found not ours). */
 function endHolds (lock, lostReason) {
-  lock._count = 0
-  const w = watched.get(lock._watchKey)
+  lock[kCount] = 0
+  const w = watched.get(lock[kWatchKey])
   if (w !== undefined) {
-    w.holds.delete(lock._hold)
+    w.holds.delete(lock[kHold])
     if (w.holds.size === 0 || lostReason === null) {
-      watched.delete(lock._watchKey)
+      watched.delete(lock[kWatchKey])
       keeper.unwatch(w.id)
     }
   }
-  if (lostReason !== null && lock._hold !== null) lose(lock._hold, lostReason, lock._name)
+  if (lostReason !== null && lock[kHold] !== null) lose(lock[kHold], lostReason, lock[kName])
 }
 
 function settleUnlock (lock, _, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
   if (outcome === 0) {
-    if (lock._count > 0) endHolds(lock, 'expired')
-    return reject(new RedissonLockError('attempt to unlock lock, not locked by current client', lock._name, lock._redisson._id, lock._clientId))
+    if (lock[kCount] > 0) endHolds(lock, 'expired')
+    return reject(new RedissonLockError('attempt to unlock lock, not locked by current client', lock[kName], lock[kRedisson]._id, lock._clientId))
   }
   if (outcome === RELEASED) {
-    lock._leaseMs = lock._redisson._watchdogMs
+    lock[kLeaseMs] = lock[kRedisson]._watchdogMs
     endHolds(lock, null)
-  } else if (lock._count > 0) {
-    lock._count--
+  } else if (lock[kCount] > 0) {
+    lock[kCount]--
   }
   resolve()
 }
 
 function settleForce (lock, _, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
-  if (outcome !== 0 && lock._count > 0) endHolds(lock, null)
+  if (outcome !== 0 && lock[kCount] > 0) endHolds(lock, null)
   resolve(outcome !== 0)
 }
 
@@ -134,7 +150,13 @@ function settleBool (lock, _, outcome, err, resolve, reject) {
   resolve(outcome !== 0)
 }
 
-class RLock {
+/**
+ * Beyond node-redisson: `signal` (lib/common/lock-base.js), for this
+ * object's holds. A hold is lost when the watchdog finds the lock gone or
+ * another's, cannot renew it in time, or the event loop stalls past
+ * max(30 s, 3 × lockWatchdogTimeout); or when an unlock finds it not ours.
+ */
+class RLock extends LockBase {
   constructor (redisson, name, clientId) {
     if (typeof name !== 'string' || name === '') {
       throw new TypeError(`getLock(name): name must be a non-empty string; got ${describe(name)}`)
@@ -142,39 +164,27 @@ class RLock {
     if (clientId !== undefined && clientId !== null && (typeof clientId !== 'string' || clientId === '')) {
       throw new TypeError(`getLock(name, clientId): clientId must be a non-empty string; got ${describe(clientId)}`)
     }
-    this._redisson = redisson
-    this._name = name
+    super()
+    this[kRedisson] = redisson
+    this[kName] = name
     this._clientId = clientId ?? randomUUID()
-    this._leaseMs = redisson._watchdogMs
+    this[kLeaseMs] = redisson._watchdogMs
     const prefix = redisson._target.prefix
-    this._key = prefix + name
-    this._channel = prefix + prefixName('redisson_lock__channel', name)
-    this._field = `${redisson._id}:${this._clientId}`
-    this._watchKey = `${redisson._target.endpoint}\n${this._key}\n${this._field}`
-    if (redisson._target.cluster && hashed(this._key) !== hashed(this._channel)) {
+    this[kLockKey] = prefix + name
+    this[kChannel] = prefix + prefixName('redisson_lock__channel', name)
+    this[kField] = `${redisson._id}:${this._clientId}`
+    this[kWatchKey] = `${redisson._target.endpoint}\n${this[kLockKey]}\n${this[kField]}`
+    if (redisson._target.cluster && hashed(this[kLockKey]) !== hashed(this[kChannel])) {
       // The unlock script touches the lock, its channel and its latch: on a
       // cluster they must share a slot, or every unlock fails (CROSSSLOT)
       // and the lock is stuck until its lease ends.
-      throw new TypeError(`getLock(name): on Redis Cluster the lock ${JSON.stringify(name)} and its channel ${JSON.stringify(this._channel)} would hash to different slots (node-redisson's naming), so its unlock would fail; use a name that starts with a hash tag, such as ${JSON.stringify(`{${name}}`)}`)
+      throw new TypeError(`getLock(name): on Redis Cluster the lock ${JSON.stringify(name)} and its channel ${JSON.stringify(this[kChannel])} would hash to different slots (node-redisson's naming), so its unlock would fail; use a name that starts with a hash tag, such as ${JSON.stringify(`{${name}}`)}`)
     }
-    // Successful locks minus unlocks through this object, and its hold.
-    this._count = 0
-    this._hold = null
-  }
-
-  /**
-   * Beyond node-redisson: an AbortSignal for this object's current (or
-   * last) hold, aborted with a LockLostError when the hold is lost (the
-   * watchdog found the lock gone or another's, could not renew it in time,
-   * or the event loop stalled past max(30 s, 3 × lockWatchdogTimeout); or an
-   * unlock found it not ours), never by a clean unlock; null before the first.
-   */
-  get signal () {
-    return signalOf(this._hold)
+    this[kCount] = 0
   }
 
   get name () {
-    return this._name
+    return this[kName]
   }
 
   get clientId () {
@@ -205,17 +215,17 @@ class RLock {
     let watch = null
     let nums = NO_WATCH
     if (lease === null) {
-      watch = watched.get(this._watchKey) || { key: this._watchKey, id: keeper.holdId(), holds: new Set() }
-      nums = [keeper.envId(), watch.id, Math.max(30000, 3 * this._redisson._watchdogMs)]
+      watch = watched.get(this[kWatchKey]) || { key: this[kWatchKey], id: keeper.holdId(), holds: new Set() }
+      nums = [keeper.envId(), watch.id, Math.max(30000, 3 * this[kRedisson]._watchdogMs)]
     }
     let undo = ''
-    const replicas = this._redisson._replicas
+    const replicas = this[kRedisson]._replicas
     if (replicas !== null) {
       // An unacknowledged grant is given back as an unlock, under its own latch.
       nums = [...(nums.length ? nums : [0, 0, 0]), ...replicas]
       undo = this._latch()
     }
-    return this._run(settleTryLock, { lease, watch }, TRY_LOCK, undo, lease === null ? this._leaseMs : lease, wait, nums)
+    return this._run(settleTryLock, { lease, watch }, TRY_LOCK, undo, lease === null ? this[kLeaseMs] : lease, wait, nums)
   }
 
   /** Takes the lock, waiting as long as it takes. */
@@ -228,12 +238,12 @@ class RLock {
    * Rejects with RedissonLockError when this client does not hold it.
    */
   unlock () {
-    return this._run(settleUnlock, null, UNLOCK, this._latch(), this._leaseMs, 0, NO_WATCH)
+    return this._run(settleUnlock, null, UNLOCK, this._latch(), this[kLeaseMs], 0, NO_WATCH)
   }
 
   /** A fresh unlock latch's name (node-redisson's, in the lock's slot). */
   _latch () {
-    return this._redisson._target.prefix + `${prefixName('redisson_unlock_latch', this._name)}:${randomUUID()}`
+    return this[kRedisson]._target.prefix + `${prefixName('redisson_unlock_latch', this[kName])}:${randomUUID()}`
   }
 
   /** Deletes the lock whoever holds it; `true` when there was one. */
@@ -247,21 +257,21 @@ class RLock {
   }
 
   _run (settle, extra, op, aux, lease, wait, watch) {
-    const r = this._redisson
+    const r = this[kRedisson]
     if (r._closed) {
-      return Promise.reject(new RedissonLockError('this Redisson instance has been closed by quit()', this._name, r._id, this._clientId))
+      return Promise.reject(new RedissonLockError('this Redisson instance has been closed by quit()', this[kName], r._id, this._clientId))
     }
     const lock = this
     const t = r._target
     return start(settle, this, extra, function (id) {
-      t.engine.redisson(t.endpoint, id, op, lock._key, lock._channel, lock._field, aux, lease, wait, watch, r._adapter)
+      t.engine.redisson(t.endpoint, id, op, lock[kLockKey], lock[kChannel], lock[kField], aux, lease, wait, watch, r._adapter)
     }, Promise)
   }
 
   _wrap (err) {
     if (err instanceof RedissonLockError) return err
     const { message, code } = nativeMessage(err)
-    const e = new RedissonLockError(message, this._name, this._redisson._id, this._clientId, { cause: err })
+    const e = new RedissonLockError(message, this[kName], this[kRedisson]._id, this._clientId, { cause: err })
     if (code) e.code = code
     return e
   }
