@@ -132,6 +132,22 @@ test('one acquire per lock at a time: a second concurrent acquire is refused', a
   await lock.release()
 })
 
+test('a lock\'s own fields are redislock\'s, in its order; its other state is Symbol-keyed (lib/common/lock-base.js)', () => {
+  const fields = ['_id', '_locked', '_key', '_client', 'timeout', 'retries', 'delay']
+  for (const options of [undefined, { autoExtend: true, fencing: true, wakeOnRelease: true }]) {
+    const lock = createLock(redis.server.url, options)
+    assert.deepEqual(Object.keys(lock), fields)
+    assert.deepEqual(Object.getOwnPropertyNames(lock), fields)
+    assert.deepEqual(Object.keys(JSON.parse(JSON.stringify({ ...lock, _client: null }))), fields)
+  }
+  const servers = [redis.server.url, 'redis://127.0.0.1:1', 'redis://127.0.0.1:2']
+  for (const options of [undefined, { autoExtend: true, wakeOnRelease: true }]) {
+    const quorum = createLock(servers, options)
+    assert.deepEqual(Object.keys(quorum), [...fields, 'serverTimeout', 'retryJitter'])
+    assert.deepEqual(Object.getOwnPropertyNames(quorum), [...fields, 'serverTimeout', 'retryJitter'])
+  }
+})
+
 test('tokens are random UUID v4', () => {
   const ids = new Set()
   for (let i = 0; i < 100; i++) {

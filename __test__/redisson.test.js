@@ -64,6 +64,18 @@ test('TimeUnit converts exactly as node-redisson, in bigints', () => {
   }
 })
 
+test('an RLock\'s own fields are ones node-redisson\'s RLock has too; its other state is Symbol-keyed', () => {
+  const name = fresh('fields')
+  const ours = make(RS).getLock(name, 'owner-a')
+  const theirs = make(NR).getLock(name, 'owner-a')
+  assert.deepEqual(Object.keys(ours), ['_clientId'])
+  assert.deepEqual(Object.getOwnPropertyNames(ours), ['_clientId'])
+  for (const field of Object.keys(ours)) assert.equal(ours[field], theirs[field], field)
+  assert.equal(ours.name, theirs.name)
+  assert.equal(ours.clientId, theirs.clientId)
+  assert.equal(ours.signal, null)
+})
+
 test('differential: the same calls give the same results, errors and Redis contents', async () => {
   const facts = {}
   for (const [label, lib] of [['node-redisson', NR], ['redislock-rs', RS]]) {

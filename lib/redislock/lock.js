@@ -5,32 +5,22 @@
  * One native call per user operation; retries and delays run in Rust.
  */
 
-const { randomUUID } = require('crypto')
-const Promise = require('bluebird')
 const { start, rejected, tokioEngineFor } = require('../native/bridge')
 const { targetFor } = require('../common/targets')
 const keeper = require('../common/keeper')
-const holds = require('../common/holds')
-const { lose } = holds
+const { lose } = require('../common/holds')
 const { keeperRemaining } = require('../native/loader')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('../common/errors')
-const { signalOption, abortedError, abortable } = require('../common/abort')
+const { signalOption, abortable } = require('../common/abort')
+const {
+  TokenLockBase, refuseAcquire, refuseUnheld, markHeld, markFree, kEngine, kEndpoint, kPrefix, kBusy, kHold
+} = require('../common/lock-base')
 
-// Hidden per-lock state: symbols stay out of Object.keys(lock).
-// The engine that runs this lock's operations, and the endpoint's id it
-// takes with each call (see lib/native/bridge.js).
-const kEngine = Symbol('redislock-rs.engine')
-const kEndpoint = Symbol('redislock-rs.endpoint')
-// The client's key prefix (node_redis v3 `prefix`, ioredis `keyPrefix`):
-// Redis sees prefix + key, as it would from the client; the user, messages
-// and `_key` see the key as given, as with redislock.
-const kPrefix = Symbol('redislock-rs.keyPrefix')
-const kBusy = Symbol('redislock-rs.acquiring')
-// The options beyond redislock 1.3.0 (autoExtend, fencing, wakeOnRelease),
-// or null: then every command is redislock's own.
+// Hidden per-lock state (lib/common/lock-base.js): the shared symbols, and
+// this lock's own. The options beyond redislock 1.3.0 (autoExtend,
+// fencing, wakeOnRelease, replicas), or null: then every command is
+// redislock's own. The current (or last) hold (kHold) is a newHold.
 const kExtra = Symbol('redislock-rs.extra')
-// The current (or last) hold: see newHold.
-const kHold = Symbol('redislock-rs.hold')
 
 const { LockOp, Flag: { Keep: F_KEEP }, Outcome: { Value: VALUE }, nums } = require('../native/wire')
 const { extrasOf, describeKey, F_REPLICAS } = require('./options')
@@ -51,11 +41,9 @@ function settleAcquire (lock, key, acquired, err, resolve, reject) {
   lock[kBusy] = false
   if (err) return reject(wrapError(err, LockAcquisitionError))
   if (!acquired) return reject(new LockAcquisitionError('Could not acquire lock on "' + key + '"'))
-  lock._locked = true
-  lock._key = key
+  markHeld(lock, key, Lock._acquiredLocks)
   // The lease runs from no earlier than the call (conservative).
   lock[kHold] = newHold(lock[kStarted] + lock.timeout, 0, 0, null)
-  Lock._acquiredLocks.set(lock._id, lock)
   resolve()
 }
 
@@ -78,11 +66,9 @@ function settleAcquireX (lock, ctx, outcome, err, resolve, reject, value) {
     start(quietly, lock, ctx.key, submitRelease(lock, ctx.key, hold))
     return reject(ctx.aborted)
   }
-  lock._locked = true
-  lock._key = ctx.key
+  markHeld(lock, ctx.key, Lock._acquiredLocks)
   const hold = newHold(expires, ctx.flags, ctx.hold, fencing)
   lock[kHold] = hold
-  Lock._acquiredLocks.set(lock._id, lock)
   if (ctx.flags & F_KEEP) {
     const where = { endpoint: lock[kEndpoint], key: lock[kPrefix] + ctx.key, token: lock._id }
     keeper.watch(ctx.hold, lock, where, (reason) => lose(hold, reason, ctx.key))
@@ -139,9 +125,7 @@ function submitRelease (lock, key, hold) {
 
 /** Marks `lock` as not held. */
 function forget (lock) {
-  lock._locked = false
-  lock._key = null
-  Lock._acquiredLocks.delete(lock._id)
+  markFree(lock, Lock._acquiredLocks)
   const hold = lock[kHold]
   if (hold !== null && hold.flags & F_KEEP) keeper.unwatch(hold.id)
 }
@@ -151,7 +135,12 @@ const kExtendStarted = Symbol('redislock-rs.extendStarted')
 const kExtendMs = Symbol('redislock-rs.extendMs')
 const kStarted = Symbol('redislock-rs.acquireStarted')
 
-class Lock {
+/**
+ * Beyond redislock: `signal` (lib/common/lock-base.js; with autoExtend the
+ * keeper reports losses as they happen, without it a loss is found by
+ * `extend` or `release`) and `await using` (releases if held).
+ */
+class Lock extends TokenLockBase {
   /**
    * @param client  a Redis client, URL or options object (see createLock)
    * @param options {timeout, retries, delay}; missing ones use the defaults
@@ -161,18 +150,13 @@ class Lock {
     if (options !== undefined && options !== null && typeof options !== 'object') {
       throw new TypeError(`createLock options must be an object {timeout, retries, delay}; got ${typeof options}`)
     }
-    this._id = randomUUID()
-    this._locked = false
-    this._key = null
-    this._client = client
+    super(client)
     this[kEngine] = target.engine
     this[kEndpoint] = target.endpoint
     this[kPrefix] = target.prefix
-    this[kBusy] = false
     this[kExtendStarted] = 0
     this[kExtendMs] = 0
     this[kStarted] = 0
-    this[kHold] = null
     options = options || {}
     this[kExtra] = extrasOf(options)
     // Replica-acknowledged operations each get a connection of their own
@@ -207,16 +191,10 @@ class Lock {
   }
 
   _acquire (key, options, fn, tryOnly) {
-    const { signal, error } = signalOption(options)
-    if (error !== undefined) return rejected(error, fn)
-    if (this._locked || this[kBusy]) {
-      return rejected(new LockAcquisitionError('Lock already held'), fn)
-    }
-    if (typeof key !== 'string' || key === '') {
-      return rejected(new LockAcquisitionError(
-        `Invalid lock key ${describeKey(key)}: the key must be a non-empty string`), fn)
-    }
-    if (signal !== null && signal.aborted) return rejected(abortedError(key, signal), fn)
+    const opt = signalOption(options)
+    const refused = refuseAcquire(this, key, opt, describeKey, fn)
+    if (refused !== null) return refused
+    const signal = opt.signal
     const lock = this
     const extra = this[kExtra]
     if (extra === null && signal === null && !tryOnly) {
@@ -268,9 +246,8 @@ class Lock {
    * "had expired" means it was no longer ours and nothing was deleted.
    */
   release (fn) {
-    if (!this._locked) {
-      return rejected(new LockReleaseError('Lock has not been acquired'), fn)
-    }
+    const refused = refuseUnheld(this, LockReleaseError, fn)
+    if (refused !== null) return refused
     const key = this._key
     const p = start(settleRelease, this, key, submitRelease(this, key, this[kHold]))
     return fn === undefined ? p : p.nodeify(fn)
@@ -283,9 +260,8 @@ class Lock {
   extend (time, fn) {
     const bad = extendTimeError(time)
     if (bad !== null) return rejected(bad, fn)
-    if (!this._locked) {
-      return rejected(new LockExtendError('Lock has not been acquired'), fn)
-    }
+    const refused = refuseUnheld(this, LockExtendError, fn)
+    if (refused !== null) return refused
     const lock = this
     const key = this._key
     const hold = this[kHold]
@@ -310,16 +286,6 @@ class Lock {
     return fn === undefined ? p : p.nodeify(fn)
   }
 
-  /**
-   * An AbortSignal for the current (or last) acquisition, aborted with a
-   * LockLostError when that hold is lost (never by a clean release); null
-   * before the first. With autoExtend the keeper reports losses as they
-   * happen; without it a loss is found by `extend` or `release`.
-   */
-  get signal () {
-    return holds.signalOf(this[kHold])
-  }
-
   /** The current hold's fencing token (a bigint; `fencing: true`), else null. */
   get fencingToken () {
     const hold = this[kHold]
@@ -340,11 +306,6 @@ class Lock {
       return 0
     }
     return Math.max(0, Math.floor(hold.expires - now()))
-  }
-
-  /** Releases the lock if it is held (`await using lock = …`). */
-  [Symbol.asyncDispose] () {
-    return this._locked ? this.release() : Promise.resolve()
   }
 }
 

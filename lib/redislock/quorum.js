@@ -8,19 +8,36 @@
  * the errors, which say what every server did (`err.servers`).
  */
 
-const { randomUUID } = require('crypto')
-const Promise = require('bluebird')
 const { start, rejected } = require('../native/bridge')
-const { targetFor } = require('../common/targets')
-const { endpointName, keeperRemaining } = require('../native/loader')
+const { serversFor } = require('../common/servers')
+const { keeperRemaining } = require('../native/loader')
 const { CLIENT_KINDS } = require('../common/clients')
 const keeper = require('../common/keeper')
 const holds = require('../common/holds')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('../common/errors')
-const { signalOption, abortedError, abortable } = require('../common/abort')
+const { signalOption, abortable } = require('../common/abort')
+const {
+  TokenLockBase, refuseAcquire, refuseUnheld, markHeld, markFree, kEngine, kEndpoints, kPrefix, kBusy, kHold
+} = require('../common/lock-base')
 
 const { LockOp, Flag: { Wake: F_WAKE, Keep: F_KEEP }, nums } = require('../native/wire')
 const now = () => performance.now()
+
+// Hidden per-lock state (lib/common/lock-base.js): the shared symbols, and
+// this lock's own. The autoExtend option (null: off) and wakeOnRelease.
+const kAutoExtend = Symbol('redislock-rs.autoExtend')
+const kWake = Symbol('redislock-rs.wake')
+// The id of the next hold (the current one is kHold, a holds.newHold()).
+const kHoldId = Symbol('redislock-rs.holdId')
+// The servers' names for `err.servers`, in the order of kEndpoints.
+const kServerNames = Symbol('redislock-rs.serverNames')
+// The process's held locks (Lock._acquiredLocks).
+const kAcquired = Symbol('redislock-rs.acquired')
+// When the validity of the grant or the last extend ends (performance.now).
+const kValidUntil = Symbol('redislock-rs.validUntil')
+
+/** How an invalid key is shown in its error (the quorum lock's own wording). */
+const quoteKey = (key) => JSON.stringify(String(key))
 
 // Each operation's value is the native report (src/node/wire/done.rs
 // `QuorumReport`): { granted, validityMs, attempts, quorum (how many servers
@@ -45,7 +62,7 @@ function tally (servers) {
 
 function withServers (err, lock, report) {
   err.servers = report.servers.map((s, i) => {
-    const entry = { server: lock._serverNames[i], outcome: s.outcome }
+    const entry = { server: lock[kServerNames][i], outcome: s.outcome }
     if (s.error != null) entry.error = s.error
     return entry
   })
@@ -53,7 +70,7 @@ function withServers (err, lock, report) {
 }
 
 function settleAcquire (lock, ctx, outcome, err, resolve, reject, value) {
-  lock._busy = false
+  lock[kBusy] = false
   const key = ctx.key
   if (ctx.signal !== null) ctx.signal.removeEventListener('abort', ctx.onAbort)
   if (err) return reject(wrapError(err, LockAcquisitionError))
@@ -74,15 +91,13 @@ function settleAcquire (lock, ctx, outcome, err, resolve, reject, value) {
     const tries = r.attempts > 1 ? ` after ${r.attempts} attempts` : ''
     return reject(withServers(new LockAcquisitionError(`Could not acquire lock on "${key}"${tries}: ${why}`), lock, r))
   }
-  lock._locked = true
-  lock._key = key
-  lock._validUntil = now() + r.validityMs
-  lock._acquired.set(lock._id, lock)
+  markHeld(lock, key, lock[kAcquired])
+  lock[kValidUntil] = now() + r.validityMs
   const hold = holds.newHold()
-  hold.id = lock._holdId
-  lock._hold = hold
-  if (lock._autoExtend !== null) {
-    const where = { endpoint: lock._endpoints[0], key: lock._prefix + key, token: lock._id }
+  hold.id = lock[kHoldId]
+  lock[kHold] = hold
+  if (lock[kAutoExtend] !== null) {
+    const where = { endpoint: lock[kEndpoints][0], key: lock[kPrefix] + key, token: lock._id }
     keeper.watch(hold.id, lock, where, (reason) => holds.lose(hold, reason, key))
   }
   resolve(ctx.tryOnly ? true : undefined)
@@ -97,7 +112,7 @@ function settleRelease (lock, key, outcome, err, resolve, reject, value) {
   if (!r.granted) {
     const n = r.servers.length
     const done = r.servers.filter((s) => s.outcome === 'released').length
-    holds.lose(lock._hold, lostReason(r), key)
+    holds.lose(lock[kHold], lostReason(r), key)
     const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
       ? `Lock on "${key}" had expired`
       : `Lock on "${key}" was released on ${done} of ${n} servers, needed ${r.quorum}: ${tally(r.servers)} (the rest expire by their TTL)`
@@ -110,11 +125,11 @@ function settleExtend (lock, key, outcome, err, resolve, reject, value) {
   if (err) return reject(wrapError(err, LockExtendError))
   const r = value
   if (r.granted) {
-    lock._validUntil = now() + r.validityMs
+    lock[kValidUntil] = now() + r.validityMs
     return resolve()
   }
   forget(lock)
-  holds.lose(lock._hold, lostReason(r), key)
+  holds.lose(lock[kHold], lostReason(r), key)
   const n = r.servers.length
   const done = r.servers.filter((s) => s.outcome === 'extended').length
   const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
@@ -130,11 +145,9 @@ function lostReason (report) {
 }
 
 function forget (lock) {
-  lock._locked = false
-  lock._key = null
-  lock._validUntil = 0
-  lock._acquired.delete(lock._id)
-  if (lock._autoExtend !== null && lock._hold !== null) keeper.unwatch(lock._hold.id)
+  markFree(lock, lock[kAcquired])
+  lock[kValidUntil] = 0
+  if (lock[kAutoExtend] !== null && lock[kHold] !== null) keeper.unwatch(lock[kHold].id)
 }
 
 function intOption (options, name) {
@@ -146,7 +159,12 @@ function intOption (options, name) {
   return v
 }
 
-class QuorumLock {
+/**
+ * Beyond redislock, as Lock: `signal` (lib/common/lock-base.js; with
+ * autoExtend the keeper reports losses as they happen, without it a loss is
+ * found by `extend` or `release`) and `await using` (releases if held).
+ */
+class QuorumLock extends TokenLockBase {
   /**
    * @param clients  an array of what createLock takes, one per server
    * @param options  {timeout, retries, delay, serverTimeout, retryJitter}
@@ -166,40 +184,29 @@ class QuorumLock {
     if (wake !== undefined && wake !== null && typeof wake !== 'boolean') {
       throw new TypeError(`createLock option wakeOnRelease must be true or false; got ${typeof wake}`)
     }
-    const targets = clients.map((c, i) => targetFor(c, `createLock([...]) server ${i}`))
-    if (targets.some((t) => t.cluster)) {
+    const servers = serversFor(clients, 'createLock([...])')
+    if (servers.cluster) {
       throw new TypeError('createLock([...]): a Redis Cluster cannot be one of a quorum\'s independent servers; lock on the cluster itself with createLock(cluster)')
     }
-    const prefixes = new Set(targets.map((t) => t.prefix))
-    if (prefixes.size > 1) throw new TypeError('createLock([...]): every server\'s client must have the same key prefix')
-    if (new Set(targets.map((t) => t.endpoint)).size !== targets.length) {
+    if (new Set(servers.endpoints).size !== servers.endpoints.length) {
       throw new TypeError('createLock([...]): the same server is listed twice (a quorum needs independent servers)')
     }
-    this._id = randomUUID()
-    this._locked = false
-    this._key = null
-    this._client = clients
+    super(clients)
     for (const key in defaults) {
       this[key] = defaults[key]
       if (key in options) this[key] = parseInt(options[key], 10) || 0
     }
     this.serverTimeout = intOption(options, 'serverTimeout')
     this.retryJitter = options.retryJitter === undefined ? 20 : intOption(options, 'retryJitter')
-    const autoExtend = keeper.autoExtendOf(options)
-    Object.defineProperties(this, {
-      _autoExtend: { value: autoExtend },
-      _wake: { value: wake === true },
-      // The current (or last) hold (lib/common/holds.js) and the next one's id.
-      _hold: { value: null, writable: true },
-      _holdId: { value: 0, writable: true },
-      _engine: { value: targets[0].engine },
-      _endpoints: { value: targets.map((t) => t.endpoint) },
-      _prefix: { value: targets[0].prefix },
-      _serverNames: { value: targets.map((t) => endpointName(t.endpoint)) },
-      _acquired: { value: acquired },
-      _busy: { value: false, writable: true },
-      _validUntil: { value: 0, writable: true }
-    })
+    this[kAutoExtend] = keeper.autoExtendOf(options)
+    this[kWake] = wake === true
+    this[kHoldId] = 0
+    this[kEngine] = servers.engine
+    this[kEndpoints] = servers.endpoints
+    this[kPrefix] = servers.prefix
+    this[kServerNames] = servers.names
+    this[kAcquired] = acquired
+    this[kValidUntil] = 0
   }
 
   /**
@@ -225,16 +232,13 @@ class QuorumLock {
   }
 
   _acquire (key, options, fn, tryOnly) {
-    const { signal, error } = signalOption(options)
-    if (error !== undefined) return rejected(error, fn)
-    if (this._locked || this._busy) return rejected(new LockAcquisitionError('Lock already held'), fn)
-    if (typeof key !== 'string' || key === '') {
-      return rejected(new LockAcquisitionError(`Invalid lock key ${JSON.stringify(String(key))}: the key must be a non-empty string`), fn)
-    }
-    if (signal !== null && signal.aborted) return rejected(abortedError(key, signal), fn)
-    this._busy = true
-    const ae = this._autoExtend
-    this._holdId = ae === null ? 0 : keeper.holdId()
+    const opt = signalOption(options)
+    const refused = refuseAcquire(this, key, opt, quoteKey, fn)
+    if (refused !== null) return refused
+    const signal = opt.signal
+    this[kBusy] = true
+    const ae = this[kAutoExtend]
+    this[kHoldId] = ae === null ? 0 : keeper.holdId()
     const cancelId = signal === null ? 0 : keeper.cancelId()
     const args = nums({
       time: this.timeout,
@@ -243,7 +247,7 @@ class QuorumLock {
       serverTimeoutMs: this.serverTimeout,
       jitterMs: this.retryJitter,
       flags: this._flags(),
-      hold: this._holdId,
+      hold: this[kHoldId],
       env: keeper.envId(),
       maxLagMs: keeper.maxLagMs(ae, this.timeout),
       maxHoldMs: ae === null ? 0 : (ae.maxHoldMs || 0),
@@ -257,7 +261,8 @@ class QuorumLock {
 
   /** Deletes the lock on every server where it is still ours. */
   release (fn) {
-    if (!this._locked) return rejected(new LockReleaseError('Lock has not been acquired'), fn)
+    const refused = refuseUnheld(this, LockReleaseError, fn)
+    if (refused !== null) return refused
     const p = this._run(settleRelease, this._key, LockOp.Release, this._nums(this.timeout))
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -266,7 +271,8 @@ class QuorumLock {
   extend (time, fn) {
     const bad = extendTimeError(time)
     if (bad !== null) return rejected(bad, fn)
-    if (!this._locked) return rejected(new LockExtendError('Lock has not been acquired'), fn)
+    const refused = refuseUnheld(this, LockExtendError, fn)
+    if (refused !== null) return refused
     const p = this._run(settleExtend, this._key, LockOp.Extend, this._nums(time))
     return fn === undefined ? p : p.nodeify(fn)
   }
@@ -277,24 +283,12 @@ class QuorumLock {
    * majority confirmed; else from the grant or the last extend.
    */
   validityMs () {
-    if (!this._locked || this._hold === null || this._hold.lost !== null) return 0
-    if (this._autoExtend !== null) {
-      return Math.max(0, keeperRemaining(this._endpoints[0], this._prefix + this._key, this._id))
+    const hold = this[kHold]
+    if (!this._locked || hold === null || hold.lost !== null) return 0
+    if (this[kAutoExtend] !== null) {
+      return Math.max(0, keeperRemaining(this[kEndpoints][0], this[kPrefix] + this._key, this._id))
     }
-    return Math.max(0, Math.floor(this._validUntil - now()))
-  }
-
-  /**
-   * An AbortSignal for the current (or last) acquisition, aborted with a
-   * LockLostError when that hold is lost; null before the first.
-   */
-  get signal () {
-    return holds.signalOf(this._hold)
-  }
-
-  /** Releases the lock if it is held (`await using lock = …`). */
-  [Symbol.asyncDispose] () {
-    return this._locked ? this.release() : Promise.resolve()
+    return Math.max(0, Math.floor(this[kValidUntil] - now()))
   }
 
   /** A release's or extend's numbers: `time` (the lock's TTL; the new TTL). */
@@ -303,18 +297,18 @@ class QuorumLock {
   }
 
   _flags () {
-    return (this._autoExtend === null ? 0 : F_KEEP) | (this._wake ? F_WAKE : 0)
+    return (this[kAutoExtend] === null ? 0 : F_KEEP) | (this[kWake] ? F_WAKE : 0)
   }
 
-  _run (settle, key, op, nums) {
-    return start(settle, this, key, this._submit(op, key, nums))
+  _run (settle, key, op, args) {
+    return start(settle, this, key, this._submit(op, key, args))
   }
 
   /** The submit function of operation `op` on `key` (see lib/native/bridge.js). */
-  _submit (op, key, nums) {
+  _submit (op, key, args) {
     const lock = this
     return function (id) {
-      lock._engine.quorum(lock._endpoints, id, op, lock._prefix + key, lock._id, nums)
+      lock[kEngine].quorum(lock[kEndpoints], id, op, lock[kPrefix] + key, lock._id, args)
     }
   }
 }

@@ -13,7 +13,8 @@ const { start } = require('../native/bridge')
 const { keySlot } = require('../native/loader')
 const keeper = require('../common/keeper')
 const { RedissonLockError, nativeMessage } = require('../common/errors')
-const { newHold, lose, signalOf } = require('../common/holds')
+const { newHold, lose } = require('../common/holds')
+const { LockBase, kHold } = require('../common/lock-base')
 const { TimeUnit } = require('./timeunit')
 
 const { RedissonOp: { TryLock: TRY_LOCK, Unlock: UNLOCK, ForceUnlock: FORCE_UNLOCK, IsLocked: IS_LOCKED }, Outcome, nums } = require('../native/wire')
@@ -25,6 +26,21 @@ const NO = Outcome.No
 const MAX_MS = BigInt(Number.MAX_SAFE_INTEGER)
 // The numbers of an operation that takes none.
 const NONE = Object.freeze({})
+
+// Hidden per-lock state (lib/common/lock-base.js; the current or last hold
+// is kHold). Public, as in node-redisson, stays `_clientId`. The Redisson
+// instance, the lock's name, the lease of the next watchdog-less unlock.
+const kRedisson = Symbol('redislock-rs.redisson')
+const kName = Symbol('redislock-rs.name')
+const kLeaseMs = Symbol('redislock-rs.leaseMs')
+// The lock's Redis key, its channel, and this client's field in the hash.
+const kLockKey = Symbol('redislock-rs.lockKey')
+const kChannel = Symbol('redislock-rs.channel')
+const kField = Symbol('redislock-rs.field')
+// This owner's entry in `watched`.
+const kWatchKey = Symbol('redislock-rs.watchKey')
+// Successful locks minus unlocks through this object.
+const kCount = Symbol('redislock-rs.count')
 
 /** node-redisson's `prefixName`: braces unless the name starts with one. */
 function prefixName (prefix, name) {
@@ -72,15 +88,15 @@ function settleTryLock (lock, ctx, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
   if (outcome) {
     // node-redisson: a fixed lease becomes the lease of later unlocks.
-    if (ctx.lease !== null) lock._leaseMs = ctx.lease
-    if (lock._count++ === 0) lock._hold = newHold()
+    if (ctx.lease !== null) lock[kLeaseMs] = ctx.lease
+    if (lock[kCount]++ === 0) lock[kHold] = newHold()
     if (ctx.watch !== null) {
       const w = ctx.watch
       if (!watched.has(w.key)) watched.set(w.key, w)
-      w.holds.add(lock._hold)
+      w.holds.add(lock[kHold])
       keeper.watch(w.id, lock, null, function (reason) {
         watched.delete(w.key)
-        for (const h of w.holds) lose(h, reason, lock._name)
+        for (const h of w.holds) lose(h, reason, lock[kName])
       })
     }
   }
@@ -89,36 +105,36 @@ function settleTryLock (lock, ctx, outcome, err, resolve, reject) {
 
 /** This object's holds are over (released, or found not ours). */
 function endHolds (lock, lostReason) {
-  lock._count = 0
-  const w = watched.get(lock._watchKey)
+  lock[kCount] = 0
+  const w = watched.get(lock[kWatchKey])
   if (w !== undefined) {
-    w.holds.delete(lock._hold)
+    w.holds.delete(lock[kHold])
     if (w.holds.size === 0 || lostReason === null) {
-      watched.delete(lock._watchKey)
+      watched.delete(lock[kWatchKey])
       keeper.unwatch(w.id)
     }
   }
-  if (lostReason !== null && lock._hold !== null) lose(lock._hold, lostReason, lock._name)
+  if (lostReason !== null && lock[kHold] !== null) lose(lock[kHold], lostReason, lock[kName])
 }
 
 function settleUnlock (lock, _, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
   if (outcome === NO) {
-    if (lock._count > 0) endHolds(lock, 'expired')
-    return reject(new RedissonLockError('attempt to unlock lock, not locked by current client', lock._name, lock._redisson._id, lock._clientId))
+    if (lock[kCount] > 0) endHolds(lock, 'expired')
+    return reject(new RedissonLockError('attempt to unlock lock, not locked by current client', lock[kName], lock[kRedisson]._id, lock._clientId))
   }
   if (outcome === RELEASED) {
-    lock._leaseMs = lock._redisson._watchdogMs
+    lock[kLeaseMs] = lock[kRedisson]._watchdogMs
     endHolds(lock, null)
-  } else if (lock._count > 0) {
-    lock._count--
+  } else if (lock[kCount] > 0) {
+    lock[kCount]--
   }
   resolve()
 }
 
 function settleForce (lock, _, outcome, err, resolve, reject) {
   if (err) return reject(lock._wrap(err))
-  if (outcome !== NO && lock._count > 0) endHolds(lock, null)
+  if (outcome !== NO && lock[kCount] > 0) endHolds(lock, null)
   resolve(outcome !== NO)
 }
 
@@ -127,7 +143,13 @@ function settleBool (lock, _, outcome, err, resolve, reject) {
   resolve(outcome !== NO)
 }
 
-class RLock {
+/**
+ * Beyond node-redisson: `signal` (lib/common/lock-base.js), for this
+ * object's holds. A hold is lost when the watchdog finds the lock gone or
+ * another's, cannot renew it in time, or the event loop stalls past
+ * max(30 s, 3 × lockWatchdogTimeout); or when an unlock finds it not ours.
+ */
+class RLock extends LockBase {
   constructor (redisson, name, clientId) {
     if (typeof name !== 'string' || name === '') {
       throw new TypeError(`getLock(name): name must be a non-empty string; got ${describe(name)}`)
@@ -135,39 +157,27 @@ class RLock {
     if (clientId !== undefined && clientId !== null && (typeof clientId !== 'string' || clientId === '')) {
       throw new TypeError(`getLock(name, clientId): clientId must be a non-empty string; got ${describe(clientId)}`)
     }
-    this._redisson = redisson
-    this._name = name
+    super()
+    this[kRedisson] = redisson
+    this[kName] = name
     this._clientId = clientId ?? randomUUID()
-    this._leaseMs = redisson._watchdogMs
+    this[kLeaseMs] = redisson._watchdogMs
     const prefix = redisson._target.prefix
-    this._key = prefix + name
-    this._channel = prefix + prefixName('redisson_lock__channel', name)
-    this._field = `${redisson._id}:${this._clientId}`
-    this._watchKey = `${redisson._target.endpoint}\n${this._key}\n${this._field}`
-    if (redisson._target.cluster && keySlot(this._key) !== keySlot(this._channel)) {
+    this[kLockKey] = prefix + name
+    this[kChannel] = prefix + prefixName('redisson_lock__channel', name)
+    this[kField] = `${redisson._id}:${this._clientId}`
+    this[kWatchKey] = `${redisson._target.endpoint}\n${this[kLockKey]}\n${this[kField]}`
+    if (redisson._target.cluster && keySlot(this[kLockKey]) !== keySlot(this[kChannel])) {
       // The unlock script touches the lock, its channel and its latch: on a
       // cluster they must share a slot, or every unlock fails (CROSSSLOT)
       // and the lock is stuck until its lease ends.
-      throw new TypeError(`getLock(name): on Redis Cluster the lock ${JSON.stringify(name)} and its channel ${JSON.stringify(this._channel)} would hash to different slots (node-redisson's naming), so its unlock would fail; use a name that starts with a hash tag, such as ${JSON.stringify(`{${name}}`)}`)
+      throw new TypeError(`getLock(name): on Redis Cluster the lock ${JSON.stringify(name)} and its channel ${JSON.stringify(this[kChannel])} would hash to different slots (node-redisson's naming), so its unlock would fail; use a name that starts with a hash tag, such as ${JSON.stringify(`{${name}}`)}`)
     }
-    // Successful locks minus unlocks through this object, and its hold.
-    this._count = 0
-    this._hold = null
-  }
-
-  /**
-   * Beyond node-redisson: an AbortSignal for this object's current (or
-   * last) hold, aborted with a LockLostError when the hold is lost (the
-   * watchdog found the lock gone or another's, could not renew it in time,
-   * or the event loop stalled past max(30 s, 3 × lockWatchdogTimeout); or an
-   * unlock found it not ours), never by a clean unlock; null before the first.
-   */
-  get signal () {
-    return signalOf(this._hold)
+    this[kCount] = 0
   }
 
   get name () {
-    return this._name
+    return this[kName]
   }
 
   get clientId () {
@@ -195,17 +205,17 @@ class RLock {
     } catch (err) {
       return Promise.reject(err)
     }
-    const fields = { time: lease === null ? this._leaseMs : lease, waitMs: wait }
+    const fields = { time: lease === null ? this[kLeaseMs] : lease, waitMs: wait }
     let watch = null
     if (lease === null) {
       // The watchdog: this hold's id, its environment, the longest event-loop lag.
-      watch = watched.get(this._watchKey) || { key: this._watchKey, id: keeper.holdId(), holds: new Set() }
+      watch = watched.get(this[kWatchKey]) || { key: this[kWatchKey], id: keeper.holdId(), holds: new Set() }
       fields.hold = watch.id
       fields.env = keeper.envId()
-      fields.maxLagMs = Math.max(30000, 3 * this._redisson._watchdogMs)
+      fields.maxLagMs = Math.max(30000, 3 * this[kRedisson]._watchdogMs)
     }
     let undo = ''
-    const replicas = this._redisson._replicas
+    const replicas = this[kRedisson]._replicas
     if (replicas !== null) {
       // An unacknowledged grant is given back as an unlock, under its own latch.
       fields.replicas = replicas[0]
@@ -225,12 +235,12 @@ class RLock {
    * Rejects with RedissonLockError when this client does not hold it.
    */
   unlock () {
-    return this._run(settleUnlock, null, UNLOCK, this._latch(), { time: this._leaseMs })
+    return this._run(settleUnlock, null, UNLOCK, this._latch(), { time: this[kLeaseMs] })
   }
 
   /** A fresh unlock latch's name (node-redisson's, in the lock's slot). */
   _latch () {
-    return this._redisson._target.prefix + `${prefixName('redisson_unlock_latch', this._name)}:${randomUUID()}`
+    return this[kRedisson]._target.prefix + `${prefixName('redisson_unlock_latch', this[kName])}:${randomUUID()}`
   }
 
   /** Deletes the lock whoever holds it; `true` when there was one. */
@@ -245,22 +255,22 @@ class RLock {
 
   /** Operation `op` with latch `aux` and `fields` (lib/native/wire.js `nums`). */
   _run (settle, extra, op, aux, fields) {
-    const r = this._redisson
+    const r = this[kRedisson]
     if (r._closed) {
-      return Promise.reject(new RedissonLockError('this Redisson instance has been closed by quit()', this._name, r._id, this._clientId))
+      return Promise.reject(new RedissonLockError('this Redisson instance has been closed by quit()', this[kName], r._id, this._clientId))
     }
     const lock = this
     const t = r._target
     const args = nums(fields)
     return start(settle, this, extra, function (id) {
-      t.engine.redisson(t.endpoint, id, op, lock._key, lock._channel, lock._field, aux, r._adapter, args)
+      t.engine.redisson(t.endpoint, id, op, lock[kLockKey], lock[kChannel], lock[kField], aux, r._adapter, args)
     }, Promise)
   }
 
   _wrap (err) {
     if (err instanceof RedissonLockError) return err
     const { message, code } = nativeMessage(err)
-    const e = new RedissonLockError(message, this._name, this._redisson._id, this._clientId, { cause: err })
+    const e = new RedissonLockError(message, this[kName], this[kRedisson]._id, this._clientId, { cause: err })
     if (code) e.code = code
     return e
   }
