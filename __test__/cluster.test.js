@@ -370,3 +370,19 @@ test('a primary killed mid-run: the cluster fails over and locking goes on, with
   assert.equal(overlaps, 0)
   assert.ok(afterFailover > 20, `locking went on after the failover: ${afterFailover} of ${sections}`)
 })
+
+test('the node-redlock face on the cluster: several resources in one slot are taken all or nothing; different slots are refused at once, naming them', async () => {
+  const Redlock = require('../redlock')
+  const redlock = new Redlock([{ cluster: cluster.seeds }], { retryCount: 0 })
+  const lock = await redlock.lock(['{rl:order}:a', '{rl:order}:b'], 5000)
+  assert.deepEqual(await check.mget('{rl:order}:a', '{rl:order}:b'), [lock.value, lock.value])
+  await assert.rejects(redlock.lock(['{rl:order}:b'], 5000), { name: 'LockError', message: 'Exceeded 0 attempts to lock the resource "{rl:order}:b".' })
+  await lock.unlock()
+  assert.equal(await check.exists('{rl:order}:a'), 0)
+  const [sa, sb] = [await check.cluster('KEYSLOT', 'rl:a'), await check.cluster('KEYSLOT', 'rl:b')]
+  const err = await redlock.lock(['rl:a', 'rl:b'], 5000).then(() => null, (e) => e)
+  assert.equal(err.name, 'LockError')
+  assert.equal(err.attempts, 0)
+  assert.ok(err.message.includes(`${sa} for rl:a, ${sb} for rl:b`), err.message)
+  assert.equal(await check.exists('rl:a'), 0)
+})

@@ -91,9 +91,10 @@ describe('npm/ platform packages', () => {
     assert.equal(pkg.scripts.prepublishOnly, 'napi prepublish -t npm')
     assert.match(pkg.scripts.build, /^napi build --platform --release --js binding\.js --dts binding\.d\.ts/)
     assert.deepEqual(pkg.files.sort(), ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'lib/',
-      'redisson.d.ts', 'redisson.js', 'redisson.mjs'])
+      'redisson.d.ts', 'redisson.js', 'redisson.mjs', 'redlock.d.ts', 'redlock.js', 'redlock.mjs'])
     assert.deepEqual(pkg.exports['.'], { types: './index.d.ts', require: './index.js', import: './index.mjs' })
     assert.deepEqual(pkg.exports['./redisson'], { types: './redisson.d.ts', require: './redisson.js', import: './redisson.mjs' })
+    assert.deepEqual(pkg.exports['./redlock'], { types: './redlock.d.ts', require: './redlock.js', import: './redlock.mjs' })
     // Runtime dependencies: bluebird (promises) and its typings (index.d.ts imports them).
     assert.deepEqual(Object.keys(pkg.dependencies).sort(), ['@types/bluebird', 'bluebird'])
   })
@@ -225,7 +226,7 @@ describe('packed and installed into a fresh project', () => {
   test('the main tarball holds only what users need; the platform tarball only its binary', () => {
     const mainFiles = packed.main.files.map((f) => f.path).sort()
     const expected = ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'package.json',
-      'redisson.d.ts', 'redisson.js', 'redisson.mjs',
+      'redisson.d.ts', 'redisson.js', 'redisson.mjs', 'redlock.d.ts', 'redlock.js', 'redlock.mjs',
       ...fs.readdirSync(path.join(root, 'lib'), { recursive: true }).filter((f) => f.endsWith('.js')).map((f) => `lib/${f}`),
       ...['README.md', 'LICENSE'].filter((f) => fs.existsSync(path.join(root, f)))].sort()
     assert.deepEqual(mainFiles, expected)
@@ -263,6 +264,11 @@ describe('packed and installed into a fresh project', () => {
     const redisson = new Redisson({ redis: { client: url } })
     out.reentrant = await redisson.getLock(key + ':r', 'c').tryLock(0, 5000) && await redisson.getLock(key + ':r', 'c').tryLock(0, 5000)
     await redisson.getLock(key + ':r', 'c').forceUnlock()
+    const Redlock = ${kind === 'cjs' ? "require('redislock-rs/redlock')" : "(await import('redislock-rs/redlock')).default"}
+    const redlock = new Redlock([url], { retryCount: 0 })
+    const rl = await redlock.lock([key + ':a', key + ':b'], 5000)
+    out.redlock = await redlock.lock(key + ':b', 5000).then(() => 'acquired', (e) => e instanceof Redlock.LockError ? e.message : 'other: ' + e)
+    await rl.unlock()
     out.binary = require.resolve('redislock-rs-${platform}')
     out.main = require.resolve('redislock-rs')
     ${kind === 'mjs' ? "out.esm = import.meta.resolve('redislock-rs')" : ''}
@@ -281,6 +287,7 @@ describe('packed and installed into a fresh project', () => {
       assert.match(out.blocked, /^Could not acquire lock on "fresh:/)
       assert.equal(out.released, true)
       assert.equal(out.reentrant, true)
+      assert.match(out.redlock, /^Exceeded 0 attempts to lock the resource "fresh:/)
       const modules = fs.realpathSync(path.join(project, 'node_modules'))
       assert.equal(out.binary, path.join(modules, `redislock-rs-${platform}`, binary))
       assert.ok(out.main.startsWith(modules + path.sep), out.main)

@@ -1,0 +1,339 @@
+'use strict'
+
+/**
+ * The node-redlock face for redlock 4.2.0 users (`redislock-rs/redlock`),
+ * against the real `redlock@4.2.0` as the oracle: each scenario runs
+ * through theirs and ours on their own keys of the same redis-servers and
+ * must give the same results, errors, messages, Redis keys, values and
+ * TTLs; theirs and ours exclude each other on the same keys; and what only
+ * ours can do (a server down, several databases of one server, a Cluster's
+ * slots) is checked against Redis.
+ */
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const Bluebird = require('bluebird')
+const redis3 = require('redis3')
+const Theirs = require('redlock')
+const Ours = require('../redlock')
+const { startRedis, freePort, admin } = require('./helpers/redis')
+const { sleep } = require('./helpers/wait')
+
+const servers = []
+const clients = []
+let check
+let seq = 0
+const fresh = (what) => `redlock:${what}:${process.pid}:${seq++}`
+
+function client (port, options = {}) {
+  const c = redis3.createClient({ port, host: '127.0.0.1', ...options })
+  c.on('error', () => {})
+  clients.push(c)
+  return c
+}
+
+before(async () => {
+  for (let i = 0; i < 3; i++) servers.push(await startRedis())
+  check = admin(servers[0].port)
+})
+
+after(async () => {
+  for (const c of clients) c.quit()
+  await check.quit()
+  for (const s of servers) await s.stop()
+})
+
+const IMPLS = [['theirs', Theirs], ['ours', Ours]]
+
+/** Runs `scenario(Redlock, key)` through theirs and ours; their results must be equal. */
+async function same (scenario, count = 1) {
+  const results = {}
+  for (const [name, Redlock] of IMPLS) {
+    const keys = Array.from({ length: count }, () => fresh(name))
+    results[name] = await scenario(Redlock, keys, name)
+  }
+  assert.deepEqual(results.ours, results.theirs)
+  return results.ours
+}
+
+/** What a LockError looks like, with `keys` written as k0, k1, … */
+function errorShape (err, Redlock, keys) {
+  return {
+    isLockError: err instanceof Redlock.LockError,
+    isError: err instanceof Error,
+    name: err.name,
+    message: anonymize(err.message, keys),
+    attempts: err.attempts,
+    own: Object.keys(err)
+  }
+}
+
+function anonymize (text, keys) {
+  keys.forEach((k, i) => { text = text.split(k).join(`k${i}`) })
+  return text
+}
+
+async function rejection (p) {
+  try {
+    await p
+  } catch (err) {
+    return err
+  }
+  assert.fail('expected a rejection')
+}
+
+test('the exports: Redlock with Lock and LockError; an empty server list is refused with redlock\'s message', async () => {
+  assert.equal(typeof Ours, 'function')
+  assert.equal(typeof Ours.Lock, 'function')
+  assert.equal(typeof Ours.LockError, 'function')
+  const refusal = (R) => { try { return new R([]) } catch (e) { return e.message } }
+  assert.equal(refusal(Ours), refusal(Theirs))
+  const esm = await import('../redlock.mjs')
+  assert.equal(esm.default, Ours)
+  assert.equal(esm.LockError, Ours.LockError)
+  // Same own properties and defaults as theirs.
+  const c = client(servers[0].port)
+  const theirs = new Theirs([c])
+  const ours = new Ours([c])
+  assert.deepEqual(Object.keys(ours), Object.keys(theirs))
+  for (const k of ['driftFactor', 'retryCount', 'retryDelay', 'retryJitter', 'lockScript', 'unlockScript', 'extendScript', 'scripts']) {
+    assert.deepEqual(ours[k], theirs[k], k)
+  }
+  assert.ok(typeof ours.on === 'function' && typeof ours.emit === 'function')
+})
+
+test('lock: the Lock\'s shape, its key\'s value and TTL, a Bluebird promise', async () => {
+  const c = client(servers[0].port)
+  const out = await same(async (Redlock, [key]) => {
+    const redlock = new Redlock([c])
+    const p = redlock.lock(key, 1000)
+    const bluebird = typeof p.nodeify === 'function' && typeof p.disposer === 'function'
+    const lock = await p
+    const left = lock.expiration - Date.now()
+    const shape = {
+      bluebird,
+      isLock: lock instanceof Redlock.Lock,
+      own: Object.keys(lock),
+      resource: anonymize(JSON.stringify(lock.resource), [key]),
+      redlock: lock.redlock === redlock,
+      hex32: /^[0-9a-f]{32}$/.test(lock.value),
+      expiration: left > 900 && left <= 1000,
+      attempts: lock.attempts,
+      attemptsRemaining: lock.attemptsRemaining,
+      stored: (await check.get(key)) === lock.value,
+      pttl: await check.pttl(key).then((t) => t > 900 && t <= 1000)
+    }
+    await lock.unlock()
+    return shape
+  })
+  assert.equal(out.stored, true)
+  assert.equal(out.attempts, 1)
+})
+
+test('a held resource: retries, then redlock\'s LockError with its message and attempts', async () => {
+  const c = client(servers[0].port)
+  await same(async (Redlock, [key]) => {
+    await check.set(key, 'someone', 'PX', 5000)
+    const redlock = new Redlock([c], { retryCount: 2, retryDelay: 10, retryJitter: 0 })
+    const err = await rejection(redlock.lock(key, 1000))
+    const viaOptions = await rejection(redlock.lockWithOptions(key, 1000, { retryCount: 1, retryDelay: 5 }))
+    return {
+      err: errorShape(err, Redlock, [key]),
+      viaOptions: errorShape(viaOptions, Redlock, [key]),
+      untouched: (await check.get(key)) === 'someone'
+    }
+  })
+})
+
+test('several resources: all or nothing, one script per server', async () => {
+  const c = client(servers[0].port)
+  await same(async (Redlock, keys) => {
+    const redlock = new Redlock([c], { retryCount: 0 })
+    const lock = await redlock.lock(keys.slice(0, 2), 2000)
+    const both = await check.mget(keys[0], keys[1])
+    // keys[1] is held: keys[1] and keys[2] together are refused, and keys[2] stays free.
+    const err = await rejection(redlock.lock([keys[2], keys[1]], 2000))
+    const third = await check.exists(keys[2])
+    await lock.unlock()
+    return {
+      resource: anonymize(JSON.stringify(lock.resource), keys),
+      both: both.every((v) => v === lock.value),
+      err: errorShape(err, Redlock, keys),
+      third,
+      after: await check.exists(keys[0], keys[1])
+    }
+  }, 3)
+})
+
+test('unlock: the keys go, expiration is 0; a second unlock fails with redlock\'s message', async () => {
+  const c = client(servers[0].port)
+  await same(async (Redlock, keys) => {
+    const redlock = new Redlock([c])
+    const lock = await redlock.lock(keys, 1000)
+    const released = await lock.unlock()
+    const gone = await check.exists(...keys)
+    const again = await rejection(redlock.unlock(lock))
+    return { released, gone, expiration: lock.expiration, again: errorShape(again, Redlock, keys) }
+  }, 2)
+})
+
+test('extend: the same lock, a new expiration and TTL; an expired lock is refused with attempts 0', async () => {
+  const c = client(servers[0].port)
+  await same(async (Redlock, [key]) => {
+    const redlock = new Redlock([c])
+    const lock = await redlock.lock(key, 1000)
+    const value = lock.value
+    const extended = await redlock.extend(lock, 5000)
+    const shape = {
+      same: extended === lock,
+      value: lock.value === value,
+      expiration: lock.expiration - Date.now() > 4000,
+      pttl: (await check.pttl(key)) > 4000
+    }
+    const viaLock = await lock.extend(6000)
+    shape.viaLock = viaLock === lock && (await check.pttl(key)) > 5000
+    lock.expiration = Date.now() - 1
+    shape.expired = errorShape(await rejection(lock.extend(1000)), Redlock, [key])
+    // Someone else's now: the extend script refuses it, and redlock 4 retries.
+    await check.set(key, 'someone', 'PX', 5000)
+    const r2 = new Redlock([c], { retryCount: 1, retryDelay: 5, retryJitter: 0 })
+    lock.redlock = r2
+    lock.expiration = Date.now() + 1000
+    shape.taken = errorShape(await rejection(lock.extend(1000)), Redlock, [key])
+    shape.untouched = (await check.get(key)) === 'someone'
+    return shape
+  })
+})
+
+test('callbacks: lock, extend and unlock call back as redlock 4.2.0 does', async () => {
+  const c = client(servers[0].port)
+  await same(async (Redlock, [key]) => {
+    const redlock = new Redlock([c], { retryCount: 0 })
+    const got = await new Promise((resolve) => redlock.lock(key, 1000, (err, lock) => resolve({ err, lock })))
+    const held = await new Promise((resolve) => redlock.lock(key, 1000, (err, lock) => resolve({ err, lock })))
+    const ext = await new Promise((resolve) => got.lock.extend(2000, (err, lock) => resolve({ err, same: lock === got.lock })))
+    const unl = await new Promise((resolve) => redlock.unlock(got.lock, (...args) => resolve(args)))
+    return {
+      gotErr: got.err,
+      gotLock: got.lock instanceof Redlock.Lock,
+      held: errorShape(held.err, Redlock, [key]),
+      heldLock: held.lock,
+      ext,
+      unl
+    }
+  })
+})
+
+test('disposer: Bluebird.using holds the lock for the routine and unlocks it after', async () => {
+  const c = client(servers[0].port)
+  await same(async (Redlock, [key]) => {
+    const redlock = new Redlock([c])
+    const inside = await Bluebird.using(redlock.disposer(key, 1000), async (lock) => (await check.get(key)) === lock.value)
+    return { inside, after: await check.exists(key) }
+  })
+})
+
+test('script transforms are honoured: the same scripts and hashes as theirs, run by EVALSHA', async () => {
+  const c = client(servers[0].port)
+  const transform = { lockScript: (s) => s + '\n-- lock, transformed', unlockScript: (s) => s.split('count').join('removed'), extendScript: (s) => '-- mine\n' + s }
+  const theirs = new Theirs([c], transform)
+  const ours = new Ours([c], transform)
+  assert.deepEqual(ours.scripts, theirs.scripts)
+  await check.script('FLUSH')
+  const key = fresh('scripts')
+  const lock = await ours.lock(key, 1000)
+  await ours.extend(lock, 2000)
+  await ours.unlock(lock)
+  const hashes = ['lockScript', 'unlockScript', 'extendScript'].map((k) => ours.scripts[k].hash)
+  assert.deepEqual(await check.script('EXISTS', ...hashes), [1, 1, 1])
+  assert.throws(() => new Ours([c], { lockScript: () => 42 }), /lockScript must be a function that returns the script's text/)
+})
+
+test('theirs and ours exclude each other on the same resources, one and several', async () => {
+  const c = client(servers[0].port)
+  const theirs = new Theirs([c], { retryCount: 1, retryDelay: 10, retryJitter: 0 })
+  const ours = new Ours([c], { retryCount: 1, retryDelay: 10, retryJitter: 0 })
+  for (const [first, second] of [[theirs, ours], [ours, theirs]]) {
+    const [a, b, d] = [fresh('mix'), fresh('mix'), fresh('mix')]
+    const lock = await first.lock([a, b], 2000)
+    await assert.rejects(second.lock(a, 1000), { name: 'LockError' })
+    await assert.rejects(second.lock([d, b], 1000), { name: 'LockError' })
+    assert.equal(await check.exists(d), 0)
+    // Each releases only its own value.
+    await assert.rejects(second.unlock({ resource: [a, b], value: 'not-theirs' }), { name: 'LockError' })
+    assert.equal(await check.exists(a, b), 2)
+    await first.unlock(lock)
+    const next = await second.lock([a, b, d], 1000)
+    await first.unlock({ resource: [a, b, d], value: next.value })
+    assert.equal(await check.exists(a, b, d), 0)
+  }
+})
+
+test('three servers, one down: granted by the majority, clientError tells; two down: refused', async () => {
+  const dead = [await freePort(), await freePort()]
+  const live = servers.map((s) => ({ host: '127.0.0.1', port: s.port, connectTimeout: 300, commandTimeout: 500 }))
+  const down = dead.map((port) => ({ host: '127.0.0.1', port, connectTimeout: 300, commandTimeout: 500 }))
+  const redlock = new Ours([live[0], live[1], down[0]], { retryCount: 0 })
+  const errors = []
+  redlock.on('clientError', (err) => errors.push(err))
+  const key = fresh('majority')
+  const lock = await redlock.lock(key, 2000)
+  assert.equal(lock.attempts, 1)
+  assert.ok(errors.length >= 1 && errors.every((e) => e instanceof Error), 'the unreachable server is reported')
+  for (const s of servers.slice(0, 2)) {
+    const a = admin(s.port)
+    assert.equal(await a.get(key), lock.value)
+    await a.quit()
+  }
+  await lock.unlock()
+  const minority = new Ours([live[2], down[0], down[1]], { retryCount: 1, retryDelay: 5 })
+  const err = await rejection(minority.lock(fresh('minority'), 2000))
+  assert.equal(err.name, 'LockError')
+  assert.equal(err.attempts, 2)
+  assert.match(err.message, /^Exceeded 1 attempts to lock the resource "redlock:minority:/)
+})
+
+test('one server in two databases is two servers; a URL and an options object are servers too', async () => {
+  const port = servers[1].port
+  const redlock = new Ours([`redis://127.0.0.1:${port}/1`, { host: '127.0.0.1', port, db: 2 }], { retryCount: 0 })
+  const key = fresh('dbs')
+  const lock = await redlock.lock(key, 2000)
+  for (const db of [1, 2]) {
+    const a = admin(port, { db })
+    assert.equal(await a.get(key), lock.value)
+    await a.quit()
+  }
+  // Majority of two is two: one database held by another refuses the lock.
+  await lock.unlock()
+  const a = admin(port, { db: 2 })
+  await a.set(key, 'someone', 'PX', 5000)
+  await a.quit()
+  await assert.rejects(redlock.lock(key, 2000), { name: 'LockError' })
+})
+
+test('bad input is refused at once with a LockError that says why, and nothing is written', async () => {
+  const c = client(servers[0].port)
+  const redlock = new Ours([c])
+  const key = fresh('bad')
+  for (const ttl of [0, -5, 1.5, '1000', undefined, NaN]) {
+    const err = await rejection(redlock.lock(key, ttl))
+    assert.equal(err.name, 'LockError')
+    assert.equal(err.attempts, 0)
+    assert.match(err.message, /^Invalid ttl /)
+  }
+  for (const resource of [[], '', [key, null], { key }]) {
+    const err = await rejection(redlock.lock(resource, 1000))
+    assert.equal(err.name, 'LockError')
+    assert.match(err.message, /^Invalid resource /)
+  }
+  assert.equal(await check.exists(key), 0)
+})
+
+test('quit: quits every client given', async () => {
+  const a = client(servers[0].port)
+  const b = client(servers[1].port)
+  await new Ours([a, b, servers[2].url]).quit()
+  await sleep(50)
+  assert.equal(a.connected, false)
+  assert.equal(b.connected, false)
+})
