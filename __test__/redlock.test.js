@@ -337,3 +337,55 @@ test('quit: quits every client given', async () => {
   assert.equal(a.connected, false)
   assert.equal(b.connected, false)
 })
+
+test('faults: a black-holed server does not hold the lock up; slow servers cost the validity, and what they took is given back', async () => {
+  const { startProxy } = require('./helpers/proxy')
+  const proxies = [await startProxy(servers[1].port), await startProxy(servers[2].port)]
+  const server = (port) => ({ host: '127.0.0.1', port, connectTimeout: 1000, commandTimeout: 2000 })
+  try {
+    const list = [server(servers[0].port), ...proxies.map((p) => server(p.port))]
+    const redlock = new Ours(list, { retryCount: 0 })
+    // Connections up first, so the faults below hit commands, not connects.
+    await (await redlock.lock(fresh('warm'), 2000)).unlock()
+    proxies[1].blackhole()
+    const key = fresh('blackhole')
+    const started = Date.now()
+    const lock = await redlock.lock(key, 2000)
+    const took = Date.now() - started
+    assert.ok(took < 1500, `granted by the two that answer, within the server timeout (${took} ms)`)
+    assert.ok(lock.expiration - Date.now() <= 2000 - 200 + 20, 'the time spent waiting is not counted as validity')
+    assert.equal(await check.get(key), lock.value)
+    await lock.unlock()
+    proxies[1].forward()
+    // Two of three slow past the server timeout (a tenth of 1000 ms): no majority.
+    for (const p of proxies) p.delayReplies(400)
+    const slow = fresh('slow')
+    const err = await rejection(redlock.lock(slow, 1000))
+    assert.equal(err.name, 'LockError')
+    assert.equal(err.message, `Exceeded 0 attempts to lock the resource "${slow}".`)
+    await sleep(1200)
+    for (const s of servers) {
+      const a = admin(s.port)
+      assert.equal(await a.exists(slow), 0, `given back on ${s.port}`)
+      await a.quit()
+    }
+  } finally {
+    for (const p of proxies) await p.close()
+  }
+})
+
+test('faults: a server restarted (its keys gone) is used again once it is back', async () => {
+  const list = servers.map((s) => ({ host: '127.0.0.1', port: s.port, connectTimeout: 300, commandTimeout: 1000 }))
+  const redlock = new Ours(list, { retryCount: 3, retryDelay: 100 })
+  const key = fresh('restart')
+  const lock = await redlock.lock(key, 5000)
+  await servers[2].restart()
+  // Still held on a majority: the same resource is refused to another value.
+  await assert.rejects(new Ours(list, { retryCount: 0 }).lock(key, 1000), { name: 'LockError' })
+  await lock.unlock()
+  const again = await redlock.lock(key, 5000)
+  const a = admin(servers[2].port)
+  assert.equal(await a.get(key), again.value, 'the restarted server took part again')
+  await a.quit()
+  await again.unlock()
+})

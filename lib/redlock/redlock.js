@@ -29,6 +29,16 @@ const defaults = {
   retryJitter: 100
 }
 
+/**
+ * How long each server has to answer an attempt at a lock of `ttl` ms:
+ * a tenth of the TTL, at least 100 ms (redlock 4.2.0 waits as long as its
+ * clients do; a lock whose validity is used up is refused either way).
+ * Never above the connection's command timeout (the native side caps it).
+ */
+const serverTimeout = (ttl) => Math.max(100, Math.floor(ttl / 10))
+/** How long each server has to answer a release. */
+const RELEASE_TIMEOUT_MS = 1000
+
 // Hidden per-instance state: where the operations go, and the script set.
 const kServers = Symbol('redislock-rs.servers')
 const kScriptSet = Symbol('redislock-rs.scriptSet')
@@ -101,7 +111,7 @@ Redlock.prototype.unlock = function unlock (lock, callback) {
   const ctx = { redlock: this, lock, resource }
   const keys = keysOf(this, resource)
   if (keys === null) return Promise.reject(new LockError(invalidResource(resource))).nodeify(callback)
-  return start(settleUnlock, self, ctx, submit(this, LockOp.Release, keys, String(lock.value), nums({}))).nodeify(callback)
+  return start(settleUnlock, self, ctx, submit(this, LockOp.Release, keys, String(lock.value), nums({ serverTimeoutMs: RELEASE_TIMEOUT_MS }))).nodeify(callback)
 }
 
 /** Extends a lock that has not expired to `ttl` ms; resolves with the same lock. */
@@ -152,7 +162,8 @@ Redlock.prototype._lock = function _lock (resource, value, ttl, options, callbac
     retries: retryCount === -1 ? -1 : Math.max(0, Math.floor(retryCount) || 0),
     delay: base,
     jitterMs: delay + jitter - base,
-    driftFactor: Number.isFinite(this.driftFactor) ? this.driftFactor : defaults.driftFactor
+    driftFactor: Number.isFinite(this.driftFactor) ? this.driftFactor : defaults.driftFactor,
+    serverTimeoutMs: serverTimeout(ttl)
   })
   const ctx = { redlock: this, resource, value, retryCount }
   return start(settleLock, this, ctx, submit(this, op, keys, String(value), args)).nodeify(callback)
