@@ -251,6 +251,10 @@ export interface QuorumReport {
   quorum: number
   /** One per server, in the order JavaScript gave them. */
   servers: Array<ServerVote>
+  /** node-redlock: every attempt's votes, in order (empty for Redlock). */
+  rounds: Array<Array<ServerVote>>
+  /** How long ago the reported attempt started (ms, when the report was made). */
+  ageMs: number
 }
 
 /** A Redisson lock's operation (ops/redisson.rs). */
@@ -261,10 +265,13 @@ export declare const enum RedissonOp {
   IsLocked = 3,
 }
 
-/** redlock 4.2.0's scripts, for a face to hand to a user's transforms. */
-export declare function redlockScripts(): RedlockScripts
+/**
+ * The scripts of redlock `major` (4: 4.2.0's; 5: node-redlock
+ * 5.0.0-beta.2's), for a face to hand to a user's transforms.
+ */
+export declare function redlockScripts(major: number): RedlockScripts
 
-/** node-redlock's scripts (redlock 4.2.0's own, byte for byte). */
+/** A node-redlock version's scripts, byte for byte. */
 export interface RedlockScripts {
   lock: string
   unlock: string

@@ -91,10 +91,12 @@ describe('npm/ platform packages', () => {
     assert.equal(pkg.scripts.prepublishOnly, 'napi prepublish -t npm')
     assert.match(pkg.scripts.build, /^napi build --platform --release --js binding\.js --dts binding\.d\.ts/)
     assert.deepEqual(pkg.files.sort(), ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'lib/',
-      'redisson.d.ts', 'redisson.js', 'redisson.mjs', 'redlock.d.ts', 'redlock.js', 'redlock.mjs'])
+      'redisson.d.ts', 'redisson.js', 'redisson.mjs', 'redlock-v5.d.ts', 'redlock-v5.js', 'redlock-v5.mjs',
+      'redlock.d.ts', 'redlock.js', 'redlock.mjs'])
     assert.deepEqual(pkg.exports['.'], { types: './index.d.ts', require: './index.js', import: './index.mjs' })
     assert.deepEqual(pkg.exports['./redisson'], { types: './redisson.d.ts', require: './redisson.js', import: './redisson.mjs' })
     assert.deepEqual(pkg.exports['./redlock'], { types: './redlock.d.ts', require: './redlock.js', import: './redlock.mjs' })
+    assert.deepEqual(pkg.exports['./redlock/v5'], { types: './redlock-v5.d.ts', require: './redlock-v5.js', import: './redlock-v5.mjs' })
     // Runtime dependencies: bluebird (promises) and its typings (index.d.ts imports them).
     assert.deepEqual(Object.keys(pkg.dependencies).sort(), ['@types/bluebird', 'bluebird'])
   })
@@ -227,6 +229,7 @@ describe('packed and installed into a fresh project', () => {
     const mainFiles = packed.main.files.map((f) => f.path).sort()
     const expected = ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'package.json',
       'redisson.d.ts', 'redisson.js', 'redisson.mjs', 'redlock.d.ts', 'redlock.js', 'redlock.mjs',
+      'redlock-v5.d.ts', 'redlock-v5.js', 'redlock-v5.mjs',
       ...fs.readdirSync(path.join(root, 'lib'), { recursive: true }).filter((f) => f.endsWith('.js')).map((f) => `lib/${f}`),
       ...['README.md', 'LICENSE'].filter((f) => fs.existsSync(path.join(root, f)))].sort()
     assert.deepEqual(mainFiles, expected)
@@ -269,6 +272,11 @@ describe('packed and installed into a fresh project', () => {
     const rl = await redlock.lock([key + ':a', key + ':b'], 5000)
     out.redlock = await redlock.lock(key + ':b', 5000).then(() => 'acquired', (e) => e instanceof Redlock.LockError ? e.message : 'other: ' + e)
     await rl.unlock()
+    const v5 = ${kind === 'cjs' ? "require('redislock-rs/redlock/v5')" : "await import('redislock-rs/redlock/v5')"}
+    const r5 = new v5.default([url], { retryCount: 0 })
+    const l5 = await r5.acquire([key + ':c'], 5000)
+    out.v5 = await r5.acquire([key + ':c'], 5000).then(() => 'acquired', (e) => e instanceof v5.ExecutionError ? e.message : 'other: ' + e)
+    await l5.release()
     out.binary = require.resolve('redislock-rs-${platform}')
     out.main = require.resolve('redislock-rs')
     ${kind === 'mjs' ? "out.esm = import.meta.resolve('redislock-rs')" : ''}
@@ -288,6 +296,7 @@ describe('packed and installed into a fresh project', () => {
       assert.equal(out.released, true)
       assert.equal(out.reentrant, true)
       assert.match(out.redlock, /^Exceeded 0 attempts to lock the resource "fresh:/)
+      assert.equal(out.v5, 'The operation was unable to achieve a quorum during its retry window.')
       const modules = fs.realpathSync(path.join(project, 'node_modules'))
       assert.equal(out.binary, path.join(modules, `redislock-rs-${platform}`, binary))
       assert.ok(out.main.startsWith(modules + path.sep), out.main)

@@ -12,12 +12,13 @@ const { endpointName } = require('../native/loader')
 
 /**
  * `{ engine, endpoints, prefix, names, cluster }` for `clients` (an array
- * of what createLock takes); `what` names the caller in errors. The
+ * of what createLock takes), on database `db` if given (else each
+ * client's own); `what` names the caller in errors. The
  * JS-thread engine runs them unless one needs the tokio engine (Redis
  * Cluster, Sentinel): then the tokio engine runs all of them.
  */
-function serversFor (clients, what) {
-  const targets = clients.map((c, i) => targetFor(c, `${what} server ${i}`))
+function serversFor (clients, what, db) {
+  const targets = clients.map((c, i) => targetFor(c, `${what} server ${i}`, db))
   const prefixes = new Set(targets.map((t) => t.prefix))
   if (prefixes.size > 1) throw new TypeError(`${what}: every server's client must have the same key prefix`)
   const engines = new Set(targets.map((t) => t.engine))

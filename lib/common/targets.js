@@ -16,12 +16,23 @@ const { readClient, CLIENT_KINDS } = require('./clients')
  */
 const byClient = new WeakMap()
 const byUrl = new Map()
+// The same, on another database than the client's (`db`), by database.
+const byClientDb = new WeakMap()
+const byUrlDb = new Map()
 
-function targetFor (client, what = 'createLock') {
-  const cache = typeof client === 'string' ? byUrl : (client !== null && typeof client === 'object' ? byClient : null)
+/**
+ * The target of `client` (`what` names the caller in errors); with `db`,
+ * of the same server on that database (node-redlock's `db` setting).
+ */
+function targetFor (client, what = 'createLock', db) {
+  const cache = cacheFor(client, db)
   let target = cache ? cache.get(client) : undefined
   if (target === undefined) {
     const { options, prefix } = readClient(client)
+    if (db !== undefined) {
+      if (options.cluster !== undefined) throw new TypeError(`${what}: a Redis Cluster has no databases, so a db cannot be chosen`)
+      options.db = db
+    }
     let native
     try {
       native = new RedisConnection(options)
@@ -38,6 +49,21 @@ function targetFor (client, what = 'createLock') {
     if (cache) cache.set(client, target)
   }
   return target
+}
+
+/** Where targets of `client` on `db` (undefined: the client's own) are kept; null: not kept. */
+function cacheFor (client, db) {
+  const isObject = client !== null && typeof client === 'object'
+  if (typeof client !== 'string' && !isObject) return null
+  if (db === undefined) return isObject ? byClient : byUrl
+  const outer = isObject ? byClientDb : byUrlDb
+  let inner = outer.get(client)
+  if (inner === undefined) {
+    inner = new Map()
+    outer.set(client, inner)
+  }
+  // One Map per client, keyed by db: a tiny adapter with get/set by client.
+  return { get: () => inner.get(db), set: (_, t) => inner.set(db, t) }
 }
 
 module.exports = { targetFor }

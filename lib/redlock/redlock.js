@@ -20,7 +20,7 @@ const { LockOp, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
 const { Lock, LockError } = require('./lock')
 
-const SCRIPTS = redlockScripts()
+const SCRIPTS = redlockScripts(4)
 
 const defaults = {
   driftFactor: 0.01,

@@ -98,6 +98,9 @@ pub struct Report {
     pub attempts: u64,
     /// When the reported attempt started (its validity counts from here).
     pub started: Instant,
+    /// Every attempt's outcomes, in order, where the lock kind keeps them
+    /// (node-redlock's: its errors list each attempt); else empty.
+    pub rounds: Vec<Vec<Outcome>>,
 }
 
 impl Report {
@@ -303,6 +306,7 @@ where
         outcomes,
         attempts: 1,
         started,
+        rounds: Vec::new(),
     }
 }
 
@@ -411,6 +415,7 @@ where
         outcomes,
         attempts: 1,
         started,
+        rounds: Vec::new(),
     })
 }
 
@@ -442,6 +447,7 @@ where
         outcomes,
         attempts: 1,
         started,
+        rounds: Vec::new(),
     })
 }
 

@@ -1,7 +1,7 @@
 //! node-redlock's lock: several resources taken all-or-nothing on each of
 //! N independent servers by one script per server, held while a majority
-//! holds them. By default the scripts are redlock 4.2.0's own, byte for
-//! byte, so their EVALSHA hashes are a redlock process's and the two
+//! holds them. By default the scripts are redlock 4.2.0's own (or
+//! node-redlock 5.0.0-beta.2's, for that face), byte for byte, so their EVALSHA hashes are a redlock process's and the two
 //! exclude each other on the same keys; a face may hand in transformed
 //! ones (`lockScript: (s) => …`). A server votes for an operation when its
 //! script answers the number of keys (redlock's rule).
@@ -38,6 +38,15 @@ pub const UNLOCK_SCRIPT: &str = "\n\tlocal count = 0\n\tfor i, key in ipairs(KEY
 /// else sets them all again (`PX ttl`) and answers how many.
 pub const EXTEND_SCRIPT: &str = "\n\t-- Return 0 if an entry exists with a *different* lock value.\n\tfor i, key in ipairs(KEYS) do\n\t\tif redis.call(\"get\", key) ~= ARGV[1] then\n\t\t\treturn 0\n\t\tend\n\tend\n\n\t-- Update the entry for each provided key.\n\tfor i, key in ipairs(KEYS) do\n\t\tredis.call(\"set\", key, ARGV[1], \"PX\", ARGV[2])\n\tend\n\n\t-- Return the number of entries updated.\n\treturn #KEYS\n";
 
+/// node-redlock 5's acquire script (the same rule as 4.2.0's lock script), byte for byte.
+pub const V5_LOCK_SCRIPT: &str = "\n  -- Return 0 if an entry already exists.\n  for i, key in ipairs(KEYS) do\n    if redis.call(\"exists\", key) == 1 then\n      return 0\n    end\n  end\n\n  -- Create an entry for each provided key.\n  for i, key in ipairs(KEYS) do\n    redis.call(\"set\", key, ARGV[1], \"PX\", ARGV[2])\n  end\n\n  -- Return the number of entries added.\n  return #KEYS\n";
+
+/// node-redlock 5's release script, byte for byte.
+pub const V5_UNLOCK_SCRIPT: &str = "\n  local count = 0\n  for i, key in ipairs(KEYS) do\n    -- Only remove entries for *this* lock value.\n    if redis.call(\"get\", key) == ARGV[1] then\n      redis.pcall(\"del\", key)\n      count = count + 1\n    end\n  end\n\n  -- Return the number of entries removed.\n  return count\n";
+
+/// node-redlock 5's extend script, byte for byte.
+pub const V5_EXTEND_SCRIPT: &str = "\n  -- Return 0 if an entry exists with a *different* lock value.\n  for i, key in ipairs(KEYS) do\n    if redis.call(\"get\", key) ~= ARGV[1] then\n      return 0\n    end\n  end\n\n  -- Update the entry for each provided key.\n  for i, key in ipairs(KEYS) do\n    redis.call(\"set\", key, ARGV[1], \"PX\", ARGV[2])\n  end\n\n  -- Return the number of entries updated.\n  return #KEYS\n";
+
 /// The three scripts a redlock lock runs.
 pub struct Scripts {
     pub lock: Lua,
@@ -57,6 +66,11 @@ impl Scripts {
     /// redlock 4.2.0's own.
     pub fn redlock() -> Scripts {
         Scripts::new(LOCK_SCRIPT, UNLOCK_SCRIPT, EXTEND_SCRIPT)
+    }
+
+    /// node-redlock 5.0.0-beta.2's own.
+    pub fn redlock5() -> Scripts {
+        Scripts::new(V5_LOCK_SCRIPT, V5_UNLOCK_SCRIPT, V5_EXTEND_SCRIPT)
     }
 }
 
@@ -134,6 +148,8 @@ async fn run<C: ConnectionLike>(
 enum Take {
     Lock,
     Extend,
+    /// node-redlock 5 retries a release too.
+    Unlock,
 }
 
 /// One attempt on every server (see [`attempt`]): won when granted.
@@ -145,6 +161,8 @@ struct Round<'a, F> {
     res: Resources<'a>,
     opts: &'a RedlockOptions,
     take: Take,
+    /// Each attempt's outcomes so far.
+    rounds: Vec<Vec<Outcome>>,
 }
 
 impl<C, F, Fut> Attempt for Round<'_, F>
@@ -158,6 +176,7 @@ where
 
     async fn attempt(&mut self) -> Result<std::result::Result<Report, Report>> {
         let report = attempt(self).await;
+        self.rounds.push(report.outcomes.clone());
         Ok(if report.granted {
             Ok(report)
         } else {
@@ -178,15 +197,20 @@ where
     let (script, took, refused) = match r.take {
         Take::Lock => (&r.scripts.lock, Outcome::Acquired, Outcome::Held),
         Take::Extend => (&r.scripts.extend, Outcome::Done, Outcome::NotOurs),
+        Take::Unlock => (&r.scripts.unlock, Outcome::Done, Outcome::NotOurs),
     };
     let (res, ttl) = (r.res, r.opts.ttl_ms);
+    let with_ttl = match r.take {
+        Take::Unlock => None,
+        _ => Some(ttl),
+    };
     let started = Instant::now();
     let outcomes = on_all(
         r.n,
         r.connect,
         r.timer,
         r.opts.server_timeout,
-        |mut c: C| async move { run(&mut c, script, res, Some(ttl)).await },
+        |mut c: C| async move { run(&mut c, script, res, with_ttl).await },
     )
     .await
     .into_iter()
@@ -196,8 +220,19 @@ where
         other => other,
     })
     .collect::<Vec<_>>();
-    let validity = validity_ms(ttl, started.elapsed(), r.opts.drift_factor);
     let got = outcomes.iter().filter(|o| o.ok()).count();
+    if let Take::Unlock = r.take {
+        // A release has no validity; it is done where a majority deleted.
+        return Report {
+            granted: got >= majority(r.n),
+            validity_ms: 0,
+            outcomes,
+            attempts: 1,
+            started,
+            rounds: Vec::new(),
+        };
+    }
+    let validity = validity_ms(ttl, started.elapsed(), r.opts.drift_factor);
     let granted = got >= majority(r.n) && validity > 0;
     // Give back what this attempt may have taken (a timed-out script may
     // have run too), everywhere at once.
@@ -218,6 +253,7 @@ where
         outcomes,
         attempts: 1,
         started,
+        rounds: Vec::new(),
     }
 }
 
@@ -317,40 +353,46 @@ where
         res,
         opts,
         take,
+        rounds: Vec::new(),
     };
     let waited = retry(&mut round, timer, &schedule, random, None, cancel).await?;
     let (Ok(mut report) | Err(mut report)) = waited.outcome;
     report.attempts = waited.attempts;
+    report.rounds = round.rounds;
     Ok(report)
 }
 
 /// Deletes every resource that carries the value, on every server with the
 /// unlock script; granted when a majority deleted them all (the others
-/// expire by their TTL).
+/// expire by their TTL). Tried again as `opts` says until then (node-redlock
+/// 5 retries a release; redlock 4 does not: no retries); `opts.ttl_ms` is
+/// not used.
 pub async fn release<C, F, Fut>(
     n: usize,
     connect: F,
     timer: &dyn Timer,
     scripts: &Scripts,
     res: Resources<'_>,
-    server_timeout: Duration,
+    opts: &RedlockOptions,
+    random: &(dyn Fn() -> f64 + Sync),
 ) -> Result<Report>
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
-    check(n, res, 1)?;
-    let started = Instant::now();
-    let outcomes = unlock_all(n, &connect, timer, server_timeout, scripts, res).await;
-    let got = outcomes.iter().filter(|o| o.ok()).count();
-    Ok(Report {
-        granted: got >= majority(n),
-        validity_ms: 0,
-        outcomes,
-        attempts: 1,
-        started,
-    })
+    rounds(
+        n,
+        &connect,
+        timer,
+        scripts,
+        res,
+        opts,
+        random,
+        None,
+        Take::Unlock,
+    )
+    .await
 }
 
 async fn unlock_all<C, F, Fut>(
@@ -403,6 +445,10 @@ mod tests {
         assert_eq!(s.lock.hash(), "e5a322e2634ef59a516e8ea150cb085afafee684");
         assert_eq!(s.unlock.hash(), "0f0f23b9048b36752b5be114f357ba083449f908");
         assert_eq!(s.extend.hash(), "ce46f80993d5dac20dd066eb301a4e37994bdbed");
+        let v5 = Scripts::redlock5();
+        assert_eq!(v5.lock.hash(), "96da70f7716f27d278a5218544df37fd8b0a5e4c");
+        assert_eq!(v5.unlock.hash(), "e4612211c9f8f51c257e26e056b0a654b3187242");
+        assert_eq!(v5.extend.hash(), "aed6f382e410db8ba7926d4e5e9aab410bf2a78a");
     }
 
     #[test]

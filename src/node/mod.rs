@@ -104,7 +104,7 @@ pub fn key_slot(key: String) -> u32 {
     u32::from(crate::locks::keys::key_slot(&key))
 }
 
-/// node-redlock's scripts (redlock 4.2.0's own, byte for byte).
+/// A node-redlock version's scripts, byte for byte.
 #[napi(object)]
 pub struct RedlockScripts {
     pub lock: String,
@@ -112,16 +112,27 @@ pub struct RedlockScripts {
     pub extend: String,
 }
 
-/// redlock 4.2.0's scripts, for a face to hand to a user's transforms.
+/// The scripts of redlock `major` (4: 4.2.0's; 5: node-redlock
+/// 5.0.0-beta.2's), for a face to hand to a user's transforms.
 #[cfg_attr(test, allow(dead_code))]
 #[napi(catch_unwind)]
-pub fn redlock_scripts() -> RedlockScripts {
-    use crate::locks::redlock::{EXTEND_SCRIPT, LOCK_SCRIPT, UNLOCK_SCRIPT};
-    RedlockScripts {
-        lock: LOCK_SCRIPT.into(),
-        unlock: UNLOCK_SCRIPT.into(),
-        extend: EXTEND_SCRIPT.into(),
-    }
+pub fn redlock_scripts(major: u32) -> napi::Result<RedlockScripts, &'static str> {
+    use crate::locks::redlock::*;
+    let (lock, unlock, extend) = match major {
+        4 => (LOCK_SCRIPT, UNLOCK_SCRIPT, EXTEND_SCRIPT),
+        5 => (V5_LOCK_SCRIPT, V5_UNLOCK_SCRIPT, V5_EXTEND_SCRIPT),
+        _ => {
+            return Err(napi::Error::new(
+                "ERR_INVALID_ARG",
+                "no such redlock version",
+            ))
+        }
+    };
+    Ok(RedlockScripts {
+        lock: lock.into(),
+        unlock: unlock.into(),
+        extend: extend.into(),
+    })
 }
 
 /// The id of a node-redlock script set (registered once per `Redlock`).

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
 use crate::limits;
 use crate::locks::keys::{companion, RELEASED_SUFFIX};
-use crate::locks::quorum::{self, QuorumOptions, Report, Step};
+use crate::locks::quorum::{self, Outcome, QuorumOptions, Report, Step};
 use crate::locks::token::AcquireOptions;
 use crate::node::cancels::{cancel_slot_of, CancelSlot};
 use crate::node::engine::contract::Engine;
@@ -256,18 +256,22 @@ where
 
 /// The report as JavaScript reads it (lib/redislock/quorum.js).
 pub(crate) fn encode(report: &Report, step: Step) -> QuorumReport {
-    QuorumReport {
-        granted: report.granted,
-        validity_ms: report.validity_ms as f64,
-        attempts: report.attempts as f64,
-        quorum: u32::try_from(quorum::majority(report.outcomes.len())).unwrap_or(u32::MAX),
-        servers: report
-            .outcomes
+    let votes = |outcomes: &[Outcome]| {
+        outcomes
             .iter()
             .map(|o| ServerVote {
                 outcome: o.name(step).to_string(),
                 error: o.message().map(str::to_string),
             })
-            .collect(),
+            .collect::<Vec<_>>()
+    };
+    QuorumReport {
+        granted: report.granted,
+        validity_ms: report.validity_ms as f64,
+        attempts: report.attempts as f64,
+        quorum: u32::try_from(quorum::majority(report.outcomes.len())).unwrap_or(u32::MAX),
+        servers: votes(&report.outcomes),
+        rounds: report.rounds.iter().map(|r| votes(r)).collect(),
+        age_ms: report.started.elapsed().as_secs_f64() * 1000.0,
     }
 }

@@ -18,13 +18,24 @@ use crate::node::wire::codes::LockOp;
 use crate::node::wire::done::{Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
 
+/// The most random time added to a pause.
+fn jitter(ms: f64) -> Result<Duration> {
+    if !(ms.is_finite() && ms >= 0.0) {
+        return Err(Error::InvalidArgument(format!(
+            "Invalid retryJitter {ms}: expected a non-negative number of milliseconds"
+        )));
+    }
+    Ok(Duration::from_millis(ms.min(3_600_000.0) as u64))
+}
+
 /// A redlock operation on `endpoints` with script set `script_set`: the
 /// resources `keys` (as Redis names them) and the lock's `value`. The
 /// numbers (by [`Slot`]): an acquire's or extend's `Time` (TTL),
 /// `Retries` (-1: until granted), `Delay`, `JitterMs` (up to this much
 /// more per pause), `DriftFactor`, `ServerTimeoutMs` (0: the default),
 /// `Env` and `Cancel` (an acquire's abort); a release's `Time` (the lock's
-/// TTL, for the default server timeout) and `ServerTimeoutMs`. An
+/// TTL, for the default server timeout), `ServerTimeoutMs` and its
+/// `Retries`, `Delay` and `JitterMs` (node-redlock 5 retries releases). An
 /// acquire's cancel slot is registered now, before it starts.
 pub(crate) fn redlock<E: Engine>(
     endpoints: Vec<u32>,
@@ -60,17 +71,11 @@ pub(crate) fn redlock<E: Engine>(
                     nums.get(Slot::Retries),
                     nums.get(Slot::Delay),
                 )?;
-                let jitter = nums.get(Slot::JitterMs);
-                if !(jitter.is_finite() && jitter >= 0.0) {
-                    return Err(Error::InvalidArgument(format!(
-                        "Invalid retryJitter {jitter}: expected a non-negative number of milliseconds"
-                    )));
-                }
                 let opts = RedlockOptions {
                     ttl_ms: base.ttl_ms,
                     retries: base.retries,
                     delay: base.delay,
-                    jitter: Duration::from_millis(jitter.min(3_600_000.0) as u64),
+                    jitter: jitter(nums.get(Slot::JitterMs))?,
                     server_timeout: server_timeout(
                         nums.get(Slot::ServerTimeoutMs),
                         base.ttl_ms,
@@ -96,8 +101,21 @@ pub(crate) fn redlock<E: Engine>(
             }
             LockOp::Release => {
                 let ttl = crate::limits::positive_int(nums.get(Slot::Time)).unwrap_or(10_000);
-                let within = server_timeout(nums.get(Slot::ServerTimeoutMs), ttl, &targets)?;
-                let r = redlock::release(n, connect, timer, &scripts, res, within).await?;
+                // A release has no TTL of its own: 1 ms stands in (unused).
+                let schedule = AcquireOptions::from_numbers(
+                    1.0,
+                    nums.get(Slot::Retries),
+                    nums.get(Slot::Delay),
+                )?;
+                let opts = RedlockOptions {
+                    ttl_ms: 1,
+                    retries: schedule.retries,
+                    delay: schedule.delay,
+                    jitter: jitter(nums.get(Slot::JitterMs))?,
+                    server_timeout: server_timeout(nums.get(Slot::ServerTimeoutMs), ttl, &targets)?,
+                    drift_factor: 0.0,
+                };
+                let r = redlock::release(n, connect, timer, &scripts, res, &opts, &random).await?;
                 (r, Step::Release)
             }
             LockOp::Inspect => {

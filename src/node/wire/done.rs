@@ -82,6 +82,10 @@ pub struct QuorumReport {
     pub quorum: u32,
     /// One per server, in the order JavaScript gave them.
     pub servers: Vec<ServerVote>,
+    /// node-redlock: every attempt's votes, in order (empty for Redlock).
+    pub rounds: Vec<Vec<ServerVote>>,
+    /// How long ago the reported attempt started (ms, when the report was made).
+    pub age_ms: f64,
 }
 
 /// One server's part in a Redlock operation.

@@ -1,0 +1,325 @@
+'use strict'
+
+/**
+ * node-redlock 5 (5.0.0-beta.2, `redlock@next`) and its maintained fork
+ * @sesamecare-oss/redlock 1.4.0, as one face over the native core: the same
+ * class, settings and defaults, methods, errors (`ExecutionError` with its
+ * `attempts` of `ExecutionStats`, keyed by the clients you passed), native
+ * promises and the `error` event. Each operation is one native call
+ * (src/node/ops/redlock.rs): every server at once, each bounded by a server
+ * timeout, the retries in Rust, and a lock whose validity is gone never
+ * returned.
+ */
+
+const crypto = require('crypto')
+const { EventEmitter } = require('events')
+const { start } = require('../native/bridge')
+const { redlockScripts, redlockScriptSet, keySlot } = require('../native/loader')
+const { LockOp, nums } = require('../native/wire')
+const { serversFor } = require('../common/servers')
+
+const SCRIPTS = redlockScripts(5)
+
+const defaultSettings = Object.freeze({
+  driftFactor: 0.01,
+  retryCount: 10,
+  retryDelay: 200,
+  retryJitter: 100,
+  automaticExtensionThreshold: 500
+})
+
+const QUORUM_MESSAGE = 'The operation was unable to achieve a quorum during its retry window.'
+
+/** Another lock holds one or more of the requested resources. */
+class ResourceLockedError extends Error {
+  constructor (message) {
+    super()
+    this.message = message
+    this.name = 'ResourceLockedError'
+  }
+}
+
+/** An operation did not achieve a quorum; `attempts` says how each attempt voted. */
+class ExecutionError extends Error {
+  constructor (message, attempts) {
+    super()
+    this.message = message
+    this.attempts = attempts
+    this.name = 'ExecutionError'
+  }
+}
+
+/** A lock on `resources`: its random `value`, `expiration` (ms since the epoch; 0 once released or extended). */
+class Lock {
+  constructor (redlock, resources, value, attempts, expiration, settings) {
+    this.redlock = redlock
+    this.resources = resources
+    this.value = value
+    this.attempts = attempts
+    this.expiration = expiration
+    this.settings = settings
+  }
+
+  async release () {
+    return this.redlock.release(this)
+  }
+
+  async extend (duration) {
+    return this.redlock.extend(this, duration)
+  }
+}
+
+// Hidden per-instance state: the servers (in the order of `clients`), the
+// client objects by server, and the script set.
+const kServers = Symbol('redislock-rs.servers')
+const kClients = Symbol('redislock-rs.clients')
+const kScriptSet = Symbol('redislock-rs.scriptSet')
+
+class Redlock extends EventEmitter {
+  constructor (clients, settings = {}, scripts = {}) {
+    super()
+    // As node-redlock 5: an `error` event never crashes the process.
+    this.on('error', () => {})
+    this.clients = new Set(clients)
+    if (this.clients.size === 0) throw new Error('Redlock must be instantiated with at least one redis client.')
+    settings = settings || {}
+    const pick = (name) => typeof settings[name] === 'number' ? settings[name] : defaultSettings[name]
+    this.settings = {
+      driftFactor: pick('driftFactor'),
+      retryCount: pick('retryCount'),
+      retryDelay: pick('retryDelay'),
+      retryJitter: pick('retryJitter'),
+      automaticExtensionThreshold: pick('automaticExtensionThreshold')
+    }
+    const db = settings.db
+    if (db !== undefined && db !== null) {
+      if (!Number.isSafeInteger(db) || db < 0) throw new TypeError(`Redlock setting db must be a non-negative integer; got ${String(db)}`)
+      this.settings.db = db
+    }
+    scripts = scripts || {}
+    const script = (name, fallback) => {
+      const s = typeof scripts[name] === 'function' ? scripts[name](fallback) : fallback
+      if (typeof s !== 'string' || s === '') {
+        throw new TypeError(`Redlock script ${name} must be a function that returns the script's text (a non-empty string); it returned ${typeof s}`)
+      }
+      return s
+    }
+    const acquireScript = script('acquireScript', SCRIPTS.lock)
+    const extendScript = script('extendScript', SCRIPTS.extend)
+    const releaseScript = script('releaseScript', SCRIPTS.unlock)
+    this.scripts = {
+      acquireScript: { value: acquireScript, hash: this._hash(acquireScript) },
+      extendScript: { value: extendScript, hash: this._hash(extendScript) },
+      releaseScript: { value: releaseScript, hash: this._hash(releaseScript) }
+    }
+    const list = [...this.clients]
+    // sesamecare's `db`: every server on that database.
+    const servers = serversFor(list, 'new Redlock(clients)', this.settings.db)
+    Object.defineProperty(this, kServers, { value: servers })
+    Object.defineProperty(this, kClients, { value: list })
+    Object.defineProperty(this, kScriptSet, { value: redlockScriptSet(acquireScript, releaseScript, extendScript) })
+  }
+
+  _hash (value) {
+    return crypto.createHash('sha1').update(value).digest('hex')
+  }
+
+  _random () {
+    return crypto.randomBytes(16).toString('hex')
+  }
+
+  /** Runs `quit()` on every client that has one (URLs and options have none). */
+  async quit () {
+    const results = []
+    for (const client of this.clients) {
+      if (client !== null && typeof client === 'object' && typeof client.quit === 'function') results.push(client.quit())
+    }
+    await Promise.all(results)
+  }
+
+  /** Takes every resource, on a majority of the servers, for `duration` ms. */
+  async acquire (resources, duration, settings) {
+    checkDuration(duration)
+    const value = this._random()
+    const s = this._settings(settings)
+    const report = await this._run(LockOp.Acquire, resources, value, duration, s)
+    if (!report.granted) throw new ExecutionError(QUORUM_MESSAGE, this._attempts(report, resources, LockOp.Acquire))
+    return new Lock(this, resources, value, this._attempts(report, resources, LockOp.Acquire), expiration(report), settings)
+  }
+
+  /** Deletes the lock wherever it still carries its value; retries until a majority confirms. */
+  async release (lock, settings) {
+    lock.expiration = 0
+    const report = await this._run(LockOp.Release, lock.resources, lock.value, 0, this._settings(settings))
+    const attempts = this._attempts(report, lock.resources, LockOp.Release)
+    if (!report.granted) throw new ExecutionError(QUORUM_MESSAGE, attempts)
+    return { attempts, start: Date.now() - report.ageMs }
+  }
+
+  /** A new Lock for `existing`'s resources and value, `duration` ms from now; `existing` expires (0). */
+  async extend (existing, duration, settings) {
+    checkDuration(duration)
+    if (existing.expiration < Date.now()) throw new ExecutionError('Cannot extend an already-expired lock.', [])
+    const s = this._settings(settings)
+    const report = await this._run(LockOp.Extend, existing.resources, existing.value, duration, s)
+    const attempts = this._attempts(report, existing.resources, LockOp.Extend)
+    if (!report.granted) throw new ExecutionError(QUORUM_MESSAGE, attempts)
+    existing.expiration = 0
+    return new Lock(this, existing.resources, existing.value, attempts, expiration(report), settings)
+  }
+
+  /**
+   * Runs `routine(signal, context)` with the lock held, extending it
+   * `automaticExtensionThreshold` ms before it would expire; if an
+   * extension fails the signal aborts with `signal.error`. The lock is
+   * released when the routine ends (once, without retries: an aborted or
+   * lost lock does not spend the retry window), and the routine's own error
+   * wins over a release error.
+   */
+  async using (resources, duration, settingsOrRoutine, optionalRoutine) {
+    checkDuration(duration)
+    const settings = settingsOrRoutine && typeof settingsOrRoutine !== 'function'
+      ? { ...this.settings, ...settingsOrRoutine }
+      : this.settings
+    const routine = optionalRoutine ?? settingsOrRoutine
+    if (typeof routine !== 'function') throw new Error('INVARIANT: routine is not a function.')
+    if (settings.automaticExtensionThreshold > duration - 100) {
+      throw new Error('A lock `duration` must be at least 100ms greater than the `automaticExtensionThreshold` setting.')
+    }
+    const controller = new AbortController()
+    const signal = controller.signal
+    let lock = await this.acquire(resources, duration, settings)
+    const context = { lock, extensions: 0 }
+    let timeout
+    let extension
+    const queue = () => {
+      timeout = setTimeout(() => { extension = extend() }, lock.expiration - Date.now() - settings.automaticExtensionThreshold)
+    }
+    const extend = async () => {
+      timeout = undefined
+      try {
+        lock = await lock.extend(duration)
+        context.lock = lock
+        context.extensions++
+        queue()
+      } catch (error) {
+        if (lock.expiration > Date.now() && !signal.aborted) return (extension = extend())
+        signal.error = error instanceof Error ? error : new Error(String(error))
+        controller.abort(signal.error)
+      }
+    }
+    queue()
+    let failed = false
+    try {
+      return await routine(signal, context)
+    } catch (err) {
+      failed = true
+      throw err
+    } finally {
+      if (timeout) clearTimeout(timeout)
+      if (extension) await extension.catch(() => {})
+      // One release attempt: the lock expires by itself if it fails.
+      const released = this.release(lock, { retryCount: 0 })
+      if (failed) await released.catch(() => {})
+      else await released
+    }
+  }
+
+  _settings (settings) {
+    return settings ? { ...this.settings, ...settings } : this.settings
+  }
+
+  /** One native operation; resolves with its report. */
+  _run (op, resources, value, duration, s) {
+    const keys = keysOf(this, resources)
+    const slots = crossSlot(this, keys)
+    if (slots !== null) {
+      return Promise.reject(new TypeError(`Cannot lock the resources ${JSON.stringify(resources)} together on Redis Cluster: they hash to different slots (${slots}); give them one hash tag, such as {order:42}:a and {order:42}:b`))
+    }
+    const delay = Math.max(0, Math.floor(s.retryDelay) || 0)
+    const jitter = Math.abs(Math.floor(s.retryJitter) || 0)
+    const base = Math.max(0, delay - jitter)
+    const args = nums({
+      time: duration,
+      retries: s.retryCount === -1 ? -1 : Math.max(0, Math.floor(s.retryCount) || 0),
+      delay: base,
+      jitterMs: delay + jitter - base,
+      driftFactor: Number.isFinite(s.driftFactor) ? s.driftFactor : defaultSettings.driftFactor,
+      serverTimeoutMs: op === LockOp.Release ? 1000 : Math.max(100, Math.floor(duration / 10))
+    })
+    const servers = this[kServers]
+    const set = this[kScriptSet]
+    return start(settle, this, null, function (id) {
+      servers.engine.redlock(servers.endpoints, id, op, set, keys, String(value), args)
+    }, Promise)
+  }
+
+  /**
+   * Every attempt's `ExecutionStats`, as node-redlock 5 gives them: each
+   * server's client object voted for, or against with an Error (a
+   * ResourceLockedError where another lock holds a resource); every failed
+   * vote is also an `error` event, when anyone listens.
+   */
+  _attempts (report, resources, op) {
+    const clients = this[kClients]
+    const names = this[kServers].names
+    const rounds = report.rounds.length > 0 ? report.rounds : [report.servers]
+    return rounds.map((votes) => {
+      const stats = {
+        membershipSize: clients.length,
+        quorumSize: report.quorum,
+        votesFor: new Set(),
+        votesAgainst: new Map()
+      }
+      votes.forEach((v, i) => {
+        if (v.outcome === 'acquired' || v.outcome === 'extended' || v.outcome === 'released') {
+          stats.votesFor.add(clients[i])
+          return
+        }
+        const error = v.outcome === 'held' || v.outcome === 'not-ours'
+          ? new ResourceLockedError(`The operation was applied to: 0 of the ${resources.length} requested resources.`)
+          : new Error(v.error != null ? v.error : `Redis server ${names[i]} did not answer in time`)
+        stats.votesAgainst.set(clients[i], error)
+        // Never thrown for want of a listener: observability must not crash.
+        if (this.listenerCount('error') > 0) this.emit('error', error)
+      })
+      return Promise.resolve(stats)
+    })
+  }
+}
+
+function settle (redlock, _, outcome, err, resolve, reject, report) {
+  if (err) return reject(err)
+  resolve(report)
+}
+
+function checkDuration (duration) {
+  if (Math.floor(duration) !== duration) throw new Error('Duration must be an integer value in milliseconds.')
+  if (duration < 1 || duration > Number.MAX_SAFE_INTEGER) throw new RangeError(`Duration must be a positive number of milliseconds; got ${duration}`)
+}
+
+/**
+ * When the lock's validity ends, on the Date.now() clock: the winning
+ * attempt's start + duration − drift, as counted natively (monotonic).
+ */
+function expiration (report) {
+  return Date.now() + report.validityMs
+}
+
+function keysOf (redlock, resources) {
+  if (!Array.isArray(resources) || resources.length === 0 || !resources.every((r) => typeof r === 'string' && r !== '')) {
+    throw new TypeError(`Redlock resources must be a non-empty array of non-empty strings; got ${JSON.stringify(resources)}`)
+  }
+  const prefix = redlock[kServers].prefix
+  return resources.map((r) => prefix + r)
+}
+
+/** On Redis Cluster, the slots of `keys` when they are not all one; else null. */
+function crossSlot (redlock, keys) {
+  if (!redlock[kServers].cluster || keys.length < 2) return null
+  const slots = keys.map(keySlot)
+  if (slots.every((s) => s === slots[0])) return null
+  return keys.map((k, i) => `${slots[i]} for ${k}`).join(', ')
+}
+
+module.exports = { Redlock, Lock, ExecutionError, ResourceLockedError }
