@@ -257,3 +257,37 @@ test('three servers, one down: granted by the majority; the error event tells an
   assert.equal(err.attempts.length, 2)
   assert.ok(errors.length >= 4, `an error event per failed vote (${errors.length})`)
 })
+
+test('using, beyond node-redlock 5: the lease keeper renews the lock through a blocked event loop', async () => {
+  const { block } = require('./helpers/wait')
+  const c = client(servers[0].port)
+  const redlock = new Ours([c], { automaticExtensionThreshold: 200 })
+  const key = fresh('blocked')
+  const out = await redlock.using([key], 600, async (signal, { lock }) => {
+    block(2000) // three leases' worth with the event loop stuck
+    await sleep(100)
+    return { aborted: signal.aborted, ours: (await check.get(key)) === lock.value, pttl: await check.pttl(key) }
+  })
+  assert.deepEqual({ ...out, pttl: out.pttl > 0 }, { aborted: false, ours: true, pttl: true })
+  assert.equal(await check.exists(key), 0, 'released after the routine')
+})
+
+test('using, beyond node-redlock 5: a lost lock aborts the signal at once with a LockLostError', async () => {
+  const c = client(servers[0].port)
+  const redlock = new Ours([c], { automaticExtensionThreshold: 200 })
+  const key = fresh('lost')
+  const started = Date.now()
+  let out = null
+  // The release that follows finds nothing of ours: as node-redlock 5's
+  // using(), that rejects (the routine's value is lost with the lock).
+  const err = await rejection(redlock.using([key], 900, async (signal) => {
+    await check.del(key)
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+    out = { aborted: signal.aborted, name: signal.error.name, reason: signal.error.reason, took: Date.now() - started }
+  }))
+  assert.equal(err.name, 'ExecutionError')
+  assert.equal(out.aborted, true)
+  assert.equal(out.name, 'LockLostError')
+  assert.equal(out.reason, 'expired')
+  assert.ok(out.took < 900, `noticed within a lease (${out.took} ms)`)
+})

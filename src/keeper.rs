@@ -14,6 +14,8 @@
 //! once and stays kept while a majority confirms within the new validity
 //! (the lease less Redlock's drift); a majority that can no longer be
 //! reached (the key gone or another owner's on too many servers) is a loss.
+//! A node-redlock lock ([`Servers::Redlock`], several resources) is renewed
+//! the same way, by its own extend script.
 //!
 //! A lock kept with a [`Watch`] is also bounded: renewal stops when the
 //! JavaScript thread has not shown it is alive ([`Liveness::beat`]) within
@@ -35,10 +37,12 @@ use tokio::runtime::Handle;
 use tokio::sync::OwnedMutexGuard;
 
 use crate::error::{Error, Result};
-use crate::locks::quorum::{self, Renewal};
+use crate::locks::quorum::{self, Outcome, Renewal};
+use crate::locks::redlock::{self, RedlockOptions, Resources, Scripts};
 use crate::locks::reentrant::{self, Unlocked};
 use crate::locks::token::RENEW_OR_WHY_SCRIPT;
 use crate::transport::connection::SharedConnection;
+use crate::waiting::retry::Retries;
 use crate::waiting::timer::TokioTimer;
 
 /// Where a kept lock lives.
@@ -51,6 +55,15 @@ pub enum Servers {
         servers: Vec<Arc<SharedConnection>>,
         within: Duration,
     },
+    /// node-redlock: several resources on a majority of independent
+    /// servers, renewed by the lock's own extend script.
+    Redlock {
+        servers: Vec<Arc<SharedConnection>>,
+        within: Duration,
+        scripts: Arc<Scripts>,
+        keys: Vec<String>,
+        drift_factor: f64,
+    },
 }
 
 impl Servers {
@@ -59,6 +72,9 @@ impl Servers {
         match self {
             Servers::One(_) => 0,
             Servers::Quorum { .. } => quorum::drift_ms(lease_ms).max(0) as u64,
+            Servers::Redlock { drift_factor, .. } => {
+                redlock::drift_ms(lease_ms, *drift_factor).max(0) as u64
+            }
         }
     }
 }
@@ -296,6 +312,43 @@ async fn renew_on(servers: &Servers, held: &Held, lease_ms: u64) -> Result<Optio
                 Renewal::Renewed => Ok(None),
                 Renewal::Lost => Ok(Some(Lost::Expired)),
                 Renewal::Unsure(why) => Err(Error::Timeout(why)),
+            }
+        }
+        Servers::Redlock {
+            servers,
+            within,
+            scripts,
+            keys,
+            drift_factor,
+        } => {
+            let connect = |i: usize| servers[i].get();
+            let n = servers.len();
+            let res = Resources {
+                keys,
+                value: &held.owner,
+            };
+            let opts = RedlockOptions {
+                ttl_ms: lease_ms,
+                retries: Retries::Count(0),
+                delay: Duration::ZERO,
+                jitter: Duration::ZERO,
+                server_timeout: *within,
+                drift_factor: *drift_factor,
+            };
+            let report = redlock::renew(n, connect, &TokioTimer, scripts, res, &opts).await?;
+            let refused = report
+                .outcomes
+                .iter()
+                .filter(|o| matches!(o, Outcome::NotOurs))
+                .count();
+            if report.granted {
+                Ok(None)
+            } else if refused > n - quorum::majority(n) {
+                Ok(Some(Lost::Expired))
+            } else {
+                Err(Error::Timeout(
+                    "renewal not confirmed by a majority in time".into(),
+                ))
             }
         }
     }

@@ -15,8 +15,10 @@ const crypto = require('crypto')
 const { EventEmitter } = require('events')
 const { start } = require('../native/bridge')
 const { redlockScripts, redlockScriptSet, keySlot } = require('../native/loader')
-const { LockOp, nums } = require('../native/wire')
+const { LockOp, Flag: { Keep: F_KEEP }, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
+const keeper = require('../common/keeper')
+const { lockLost } = require('../common/errors')
 
 const SCRIPTS = redlockScripts(5)
 
@@ -169,12 +171,14 @@ class Redlock extends EventEmitter {
   }
 
   /**
-   * Runs `routine(signal, context)` with the lock held, extending it
-   * `automaticExtensionThreshold` ms before it would expire; if an
-   * extension fails the signal aborts with `signal.error`. The lock is
-   * released when the routine ends (once, without retries: an aborted or
-   * lost lock does not spend the retry window), and the routine's own error
-   * wins over a release error.
+   * Runs `routine(signal, context)` with the lock held. The lease keeper
+   * renews it on the tokio thread (off the event loop: a blocked loop does
+   * not lose it) until the routine ends, while this thread is alive; if it
+   * is lost (not renewed in time, gone, or the event loop stalled past
+   * max(30 s, 3 × duration)) the signal aborts at once with `signal.error`,
+   * a LockLostError. The lock is then released once, without retries (an
+   * aborted or lost lock does not spend the retry window), and the
+   * routine's own error wins over a release error.
    */
   async using (resources, duration, settingsOrRoutine, optionalRoutine) {
     checkDuration(duration)
@@ -186,42 +190,39 @@ class Redlock extends EventEmitter {
     if (settings.automaticExtensionThreshold > duration - 100) {
       throw new Error('A lock `duration` must be at least 100ms greater than the `automaticExtensionThreshold` setting.')
     }
+    const hold = keeper.holdId()
+    const kept = { flags: F_KEEP, hold, env: keeper.envId(), maxLagMs: Math.max(30000, 3 * duration) }
+    const value = this._random()
+    const report = await this._run(LockOp.Acquire, resources, value, duration, settings, kept)
+    const attempts = this._attempts(report, resources, LockOp.Acquire)
+    if (!report.granted) throw new ExecutionError(QUORUM_MESSAGE, attempts)
+    const lock = new Lock(this, resources, value, attempts, expiration(report), settingsOrRoutine === routine ? undefined : settingsOrRoutine)
     const controller = new AbortController()
     const signal = controller.signal
-    let lock = await this.acquire(resources, duration, settings)
-    const context = { lock, extensions: 0 }
-    let timeout
-    let extension
-    const queue = () => {
-      timeout = setTimeout(() => { extension = extend() }, lock.expiration - Date.now() - settings.automaticExtensionThreshold)
-    }
-    const extend = async () => {
-      timeout = undefined
-      try {
-        lock = await lock.extend(duration)
-        context.lock = lock
-        context.extensions++
-        queue()
-      } catch (error) {
-        if (lock.expiration > Date.now() && !signal.aborted) return (extension = extend())
-        signal.error = error instanceof Error ? error : new Error(String(error))
-        controller.abort(signal.error)
-      }
-    }
-    queue()
+    const servers = this[kServers]
+    const where = { endpoint: servers.endpoints[0], key: servers.prefix + resources[0], token: value }
+    keeper.watch(hold, lock, where, (reason) => {
+      signal.error = lockLost(reason, resources.join(','))
+      controller.abort(signal.error)
+    })
     let failed = false
     try {
-      return await routine(signal, context)
+      return await routine(signal, { lock, extensions: 0 })
     } catch (err) {
       failed = true
       throw err
     } finally {
-      if (timeout) clearTimeout(timeout)
-      if (extension) await extension.catch(() => {})
-      // One release attempt: the lock expires by itself if it fails.
-      const released = this.release(lock, { retryCount: 0 })
-      if (failed) await released.catch(() => {})
-      else await released
+      keeper.unwatch(hold)
+      lock.expiration = 0
+      // One release attempt, the keeper stopped first; a lock not released
+      // expires by its TTL.
+      const released = this._run(LockOp.Release, resources, value, 0, { ...this.settings, retryCount: 0 }, { flags: F_KEEP, hold })
+      if (failed) {
+        await released.catch(() => {})
+      } else {
+        const r = await released
+        if (!r.granted) throw new ExecutionError(QUORUM_MESSAGE, this._attempts(r, resources, LockOp.Release))
+      }
     }
   }
 
@@ -229,8 +230,8 @@ class Redlock extends EventEmitter {
     return settings ? { ...this.settings, ...settings } : this.settings
   }
 
-  /** One native operation; resolves with its report. */
-  _run (op, resources, value, duration, s) {
+  /** One native operation (`extra`: more of its numbers, by slot name); resolves with its report. */
+  _run (op, resources, value, duration, s, extra) {
     const keys = keysOf(this, resources)
     const slots = crossSlot(this, keys)
     if (slots !== null) {
@@ -245,7 +246,8 @@ class Redlock extends EventEmitter {
       delay: base,
       jitterMs: delay + jitter - base,
       driftFactor: Number.isFinite(s.driftFactor) ? s.driftFactor : defaultSettings.driftFactor,
-      serverTimeoutMs: op === LockOp.Release ? 1000 : Math.max(100, Math.floor(duration / 10))
+      serverTimeoutMs: op === LockOp.Release ? 1000 : Math.max(100, Math.floor(duration / 10)),
+      ...extra
     })
     const servers = this[kServers]
     const set = this[kScriptSet]

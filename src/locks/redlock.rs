@@ -54,6 +54,18 @@ pub struct Scripts {
     pub extend: Lua,
 }
 
+impl std::fmt::Debug for Scripts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Scripts({}, {}, {})",
+            self.lock.hash(),
+            self.unlock.hash(),
+            self.extend.hash()
+        )
+    }
+}
+
 impl Scripts {
     pub fn new(lock: &str, unlock: &str, extend: &str) -> Scripts {
         Scripts {
@@ -150,6 +162,8 @@ enum Take {
     Extend,
     /// node-redlock 5 retries a release too.
     Unlock,
+    /// The keeper's renewal: the extend script, nothing given back.
+    Renew,
 }
 
 /// One attempt on every server (see [`attempt`]): won when granted.
@@ -196,7 +210,7 @@ where
 {
     let (script, took, refused) = match r.take {
         Take::Lock => (&r.scripts.lock, Outcome::Acquired, Outcome::Held),
-        Take::Extend => (&r.scripts.extend, Outcome::Done, Outcome::NotOurs),
+        Take::Extend | Take::Renew => (&r.scripts.extend, Outcome::Done, Outcome::NotOurs),
         Take::Unlock => (&r.scripts.unlock, Outcome::Done, Outcome::NotOurs),
     };
     let (res, ttl) = (r.res, r.opts.ttl_ms);
@@ -236,7 +250,8 @@ where
     let granted = got >= majority(r.n) && validity > 0;
     // Give back what this attempt may have taken (a timed-out script may
     // have run too), everywhere at once.
-    if !granted && outcomes.iter().any(|o| *o != refused) {
+    let gives_back = !matches!(r.take, Take::Renew);
+    if !granted && gives_back && outcomes.iter().any(|o| *o != refused) {
         unlock_all(
             r.n,
             r.connect,
@@ -289,6 +304,37 @@ where
         Take::Lock,
     )
     .await
+}
+
+/// One renewal of a kept lock: the extend script on every server at once,
+/// nothing given back when it falls short (the keeper tries again while
+/// the lease may still run). Counts as renewed on a majority with validity
+/// left.
+pub async fn renew<C, F, Fut>(
+    n: usize,
+    connect: F,
+    timer: &dyn Timer,
+    scripts: &Scripts,
+    res: Resources<'_>,
+    opts: &RedlockOptions,
+) -> Result<Report>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    check(n, res, opts.ttl_ms)?;
+    let round = Round {
+        n,
+        connect: &connect,
+        timer,
+        scripts,
+        res,
+        opts,
+        take: Take::Renew,
+        rounds: Vec::new(),
+    };
+    Ok(attempt(&round).await)
 }
 
 /// Sets every resource's TTL again on a majority with the extend script

@@ -3,18 +3,23 @@
 //! registered as a set (src/node/scripts.rs), the report back as an object.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::locks::quorum::Step;
+use crate::keeper::{self, Held, Kind, Servers};
+use crate::limits;
+use crate::locks::quorum::{Report, Step};
 use crate::locks::redlock::{self, RedlockOptions, Resources};
 use crate::locks::token::AcquireOptions;
 use crate::node::cancels::cancel_slot_of;
 use crate::node::engine::contract::Engine;
+use crate::node::envs::watch;
 use crate::node::ops::quorum::{encode, random, server_timeout};
+use crate::node::runtime::rt;
 use crate::node::scripts::scripts;
 use crate::node::targets::targets;
-use crate::node::wire::codes::LockOp;
+use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::{Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
 
@@ -33,7 +38,9 @@ fn jitter(ms: f64) -> Result<Duration> {
 /// numbers (by [`Slot`]): an acquire's or extend's `Time` (TTL),
 /// `Retries` (-1: until granted), `Delay`, `JitterMs` (up to this much
 /// more per pause), `DriftFactor`, `ServerTimeoutMs` (0: the default),
-/// `Env` and `Cancel` (an acquire's abort); a release's `Time` (the lock's
+/// `Env` and `Cancel` (an acquire's abort), `Flags` (KEEP: the lease
+/// keeper renews it until released, bounded by `Hold`, `MaxLagMs` and
+/// `MaxHoldMs` as for lockx); a release's `Time` (the lock's
 /// TTL, for the default server timeout), `ServerTimeoutMs` and its
 /// `Retries`, `Delay` and `JitterMs` (node-redlock 5 retries releases). An
 /// acquire's cancel slot is registered now, before it starts.
@@ -64,6 +71,21 @@ pub(crate) fn redlock<E: Engine>(
             keys: &keys,
             value: &value,
         };
+        let flags = limits::whole_u32(nums.get(Slot::Flags))
+            .ok_or_else(|| Error::InvalidArgument("invalid lock operation arguments".into()))?;
+        // With KEEP the lease keeper renews the lock until it is released;
+        // the keeper knows it by its first key and value on the first server.
+        let keep = Flag::Keep.in_bits(flags);
+        let held = || -> Result<Held> {
+            let (first, key) = targets.first().zip(keys.first()).ok_or_else(|| {
+                Error::InvalidArgument("a redlock needs a server and a resource".into())
+            })?;
+            Ok(Held::new(&first.shared, key, &value, Kind::Token))
+        };
+        let paused = match (keep, op) {
+            (true, LockOp::Release | LockOp::Extend) => keeper::pause(&held()?).await,
+            _ => None,
+        };
         let (report, step) = match op {
             LockOp::Acquire | LockOp::Extend => {
                 let base = AcquireOptions::from_numbers(
@@ -83,6 +105,11 @@ pub(crate) fn redlock<E: Engine>(
                     )?,
                     drift_factor: nums.get(Slot::DriftFactor),
                 };
+                let valid_until = |r: &Report| {
+                    let drift = redlock::drift_ms(opts.ttl_ms, opts.drift_factor);
+                    let ms = (opts.ttl_ms.min(limits::MAX_MS) as i64 - drift).max(0) as u64;
+                    r.started + Duration::from_millis(ms)
+                };
                 match op {
                     LockOp::Acquire => {
                         let stop = cancel.as_ref().map(|c| c.cancel());
@@ -90,12 +117,44 @@ pub(crate) fn redlock<E: Engine>(
                             n, connect, timer, &scripts, res, &opts, &random, stop,
                         )
                         .await?;
+                        if keep && r.granted {
+                            let w = watch(
+                                limits::whole_u32(nums.get(Slot::Env)).unwrap_or(0),
+                                limits::whole_u32(nums.get(Slot::Hold)).unwrap_or(0),
+                                limits::positive_int(nums.get(Slot::MaxLagMs)).unwrap_or(30_000),
+                                limits::positive_int(nums.get(Slot::MaxHoldMs)).unwrap_or(0),
+                            )?;
+                            let servers = Servers::Redlock {
+                                servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
+                                within: opts.server_timeout,
+                                scripts: Arc::clone(&scripts),
+                                keys: keys.clone(),
+                                drift_factor: opts.drift_factor,
+                            };
+                            let until = valid_until(&r);
+                            keeper::start(
+                                rt()?,
+                                servers,
+                                held()?,
+                                opts.ttl_ms,
+                                r.started,
+                                until,
+                                Some(w),
+                            );
+                        }
                         (r, Step::Acquire)
                     }
                     _ => {
-                        let r = redlock::extend(n, connect, timer, &scripts, res, &opts, &random)
-                            .await?;
-                        (r, Step::Extend)
+                        let r =
+                            redlock::extend(n, connect, timer, &scripts, res, &opts, &random).await;
+                        match (paused, &r) {
+                            (Some(p), Ok(r)) if r.granted => {
+                                p.extended(opts.ttl_ms, valid_until(r))
+                            }
+                            (Some(p), _) => p.stop(),
+                            _ => {}
+                        }
+                        (r?, Step::Extend)
                     }
                 }
             }
@@ -115,8 +174,12 @@ pub(crate) fn redlock<E: Engine>(
                     server_timeout: server_timeout(nums.get(Slot::ServerTimeoutMs), ttl, &targets)?,
                     drift_factor: 0.0,
                 };
-                let r = redlock::release(n, connect, timer, &scripts, res, &opts, &random).await?;
-                (r, Step::Release)
+                let r = redlock::release(n, connect, timer, &scripts, res, &opts, &random).await;
+                // Released, not ours, or unknown: no renewal either way.
+                if let Some(p) = paused {
+                    p.stop();
+                }
+                (r?, Step::Release)
             }
             LockOp::Inspect => {
                 return Err(Error::InvalidArgument(
