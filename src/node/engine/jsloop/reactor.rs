@@ -199,9 +199,12 @@ thread_local! {
     static ENGINE: RefCell<Option<Rc<Engine>>> = const { RefCell::new(None) };
 }
 
-/// The engine of this thread, if one runs.
+/// The engine of this thread, if one runs. None too while the thread's
+/// locals are being destroyed (a process exiting with operations pending:
+/// dropping the engine drops their futures, whose timers ask for it here; a
+/// panic in that destructor would abort the process).
 pub(crate) fn current() -> Option<Rc<Engine>> {
-    ENGINE.with(|e| e.borrow().clone())
+    ENGINE.try_with(|e| e.borrow().clone()).ok().flatten()
 }
 
 /// The engine of this thread, started on `lp` if none runs yet.
@@ -347,7 +350,8 @@ impl Engine {
     /// Closes every handle and socket and drops every task. The one close
     /// path of the engine's libuv handles.
     fn shut_down(&self) {
-        ENGINE.with(|e| e.borrow_mut().take());
+        // Gone already if the thread's locals are being destroyed.
+        let _ = ENGINE.try_with(|e| e.borrow_mut().take());
         *self.remote.wake.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let conns: Vec<_> = self.conns.borrow_mut().drain().map(|(_, c)| c).collect();
         for conn in conns {
