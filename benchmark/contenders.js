@@ -17,7 +17,9 @@
  * open({host, port, servers}), `servers` being every server's {host, port},
  * open one connection per server (shared by all workers) and have
  * worker(key) only. So do the cluster section's (CLUSTER), `servers` being
- * the cluster's primaries, used as seed nodes for one cluster client.
+ * the cluster's primaries, used as seed nodes for one cluster client. The
+ * redlock-face section's (REDLOCK_FACE) get open({host, port, servers}) too,
+ * one server or several, and have worker(key) and contended(key, ...).
  */
 
 const { randomUUID } = require('crypto')
@@ -296,30 +298,66 @@ function redislockRsQuorum (id, engine, label) {
   }
 }
 
-/** node-redlock on several servers: one ioredis client per server, one Redlock shared by the workers. */
-const redlockQuorum = {
-  id: 'redlock-quorum',
-  label: `redlock@${version('redlock')} (ioredis@${version('ioredis')}, one client per server)`,
-  js: true,
-  async open ({ servers }) {
-    const clients = []
-    try {
-      for (const s of servers) clients.push(await ioredisClient(s))
-    } catch (err) {
-      await Promise.all(clients.map(closeIoredis))
-      throw err
-    }
-    const Redlock = require('redlock')
-    const rl = new Redlock(clients, { retryCount: 0, retryJitter: 0 })
-    rl.on('clientError', () => {})
-    return {
-      worker (key) {
-        return { cycle: () => rl.lock(key, TTL).then((l) => l.unlock()) }
-      },
-      close: () => Promise.all(clients.map(closeIoredis))
+/**
+ * A redlock 4.2.0 `Redlock` class (`pkg`: 'redlock', or '../redlock', this
+ * package's node-redlock face) on several servers, or one: one ioredis
+ * client per server (open({ servers })), one Redlock shared by the workers
+ * (retryCount 0, retryJitter 0), `lock(key, 10000)` then `unlock()`; and for
+ * the contended mode one Redlock per retry delay (retryCount -1, retryDelay
+ * `delay`, retryJitter 0), shared by the workers too. The same code for both
+ * packages, so the two differ by the class only.
+ */
+function redlockOn (id, label, pkg, engine) {
+  return {
+    id,
+    label,
+    js: pkg === 'redlock',
+    engine,
+    env: engine ? { REDISLOCK_RS_ENGINE: engine } : undefined,
+    async open ({ servers }) {
+      const clients = []
+      try {
+        for (const s of servers) clients.push(await ioredisClient(s))
+      } catch (err) {
+        await Promise.all(clients.map(closeIoredis))
+        throw err
+      }
+      const Redlock = require(pkg)
+      const make = (o) => {
+        const rl = new Redlock(clients, { retryJitter: 0, ...o })
+        rl.on('clientError', () => {})
+        return rl
+      }
+      const rl = make({ retryCount: 0 })
+      // Connect once outside the measurements (ours opens its own connections).
+      await rl.lock(`bench:redlock:probe:${id}:${process.pid}`, TTL).then((l) => l.unlock())
+      const waiters = new Map() // retry delay -> one Redlock shared by the workers
+      const waiting = (delay) => {
+        if (!waiters.has(delay)) waiters.set(delay, make({ retryCount: -1, retryDelay: delay }))
+        return waiters.get(delay)
+      }
+      return {
+        worker (key) {
+          return { cycle: () => rl.lock(key, TTL).then((l) => l.unlock()) }
+        },
+        contended (key, { delay, csMs }) {
+          const w = waiting(delay)
+          return {
+            async cycle () {
+              const l = await w.lock(key, TTL)
+              await sleep(csMs)
+              await l.unlock()
+            }
+          }
+        },
+        close: () => Promise.all(clients.map(closeIoredis))
+      }
     }
   }
 }
+
+/** node-redlock on several servers: one ioredis client per server, one Redlock shared by the workers. */
+const redlockQuorum = redlockOn('redlock-quorum', `redlock@${version('redlock')} (ioredis@${version('ioredis')}, one client per server)`, 'redlock')
 
 /** The quorum section's contenders, in this order. */
 const QUORUM = [
@@ -426,7 +464,19 @@ const ALL = [
   rawIoredis('js-floor-autopipe', 'raw ioredis, enableAutoPipelining', { enableAutoPipelining: true })
 ]
 
+/**
+ * The node-redlock face (the redlock-face section, issue 20): this
+ * package's `require('redislock-rs/redlock')` on both engines against the
+ * real redlock 4.2.0 (redlockQuorum: the same harness code, redlockOn), each
+ * with one ioredis client per server, on one server and on several.
+ */
+const REDLOCK_FACE = [
+  redlockOn('redislock-rs-redlock', `redislock-rs/redlock, JS-thread engine (ioredis@${version('ioredis')} clients, one per server)`, '../redlock', 'js'),
+  redlockOn('redislock-rs-redlock-tokio', `redislock-rs/redlock, tokio engine (ioredis@${version('ioredis')} clients, one per server)`, '../redlock', 'tokio'),
+  redlockQuorum
+]
+
 /** The wake-on-release section's contenders, in this order (see RS_WAKE). */
 const WAKE = [RS_WAKE, RS_PLAIN, redislock, redlock, semaphore]
 
-module.exports = { ALL, REDISSON, WAKE, QUORUM, CLUSTER, byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM, ...CLUSTER].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }
+module.exports = { ALL, REDISSON, WAKE, QUORUM, CLUSTER, REDLOCK_FACE, byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM, ...CLUSTER, ...REDLOCK_FACE].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }

@@ -34,6 +34,16 @@
  * on both engines vs redlock with one ioredis client per server
  * (retryCount 0, retryJitter 0).
  *
+ * node-redlock face (section redlock-face; issue 20's targets, not issue
+ * 9's): `require('redislock-rs/redlock')` on both engines vs the real
+ * redlock@4.2.0, the same harness code for both (contenders.js redlockOn:
+ * one ioredis client per server, one Redlock shared by the workers,
+ * retryCount 0, retryJitter 0), on the main redis-server alone and on 3
+ * more redis-servers started for the section (like quorum's) and stopped
+ * after it: uncontended at 1, 16 and 128 workers, each on its own key
+ * (lock + unlock), and contention (16 workers on one key, retryCount -1,
+ * retryDelay 5 and 50 ms, 1 ms critical section; informational).
+ *
  * Redis Cluster (section cluster; not among issue 9's targets): a cluster of
  * 3 primaries, no replicas (__test__/helpers/cluster.js: free ports, the
  * same flags), started for the section and stopped after it; uncontended at
@@ -44,15 +54,15 @@
  * Env: BENCH_QUICK=1, BENCH_ROUNDS=n, BENCH_DURATION_MS=n,
  *      BENCH_SECTIONS=name,name: run only these sections, in the usual order
  *        (default: all). Names: uncontended, contention, audit, redisson,
- *        wake, quorum, cluster, memory, remote; e.g. BENCH_SECTIONS=wake or
+ *        wake, quorum, redlock-face, cluster, memory, remote; e.g. BENCH_SECTIONS=wake or
  *        BENCH_SECTIONS=redisson,wake or BENCH_SECTIONS=cluster. A partial run writes
  *        benchmark/RESULTS.partial.md and RESULTS.partial.json and leaves
  *        RESULTS.md / RESULTS.json alone (with BENCH_QUICK=1:
  *        RESULTS.quick.md, as always); its report and PASS / MISS lines
  *        cover the sections run only.
  *      BENCH_ONLY=id,id (contender ids, see contenders.js; redislock-rs,
- *        redisson-rs, redislock-rs-wake, redislock-rs-quorum and
- *        redislock-rs-cluster are always run),
+ *        redisson-rs, redislock-rs-wake, redislock-rs-quorum,
+ *        redislock-rs-redlock and redislock-rs-cluster are always run),
  *      BENCH_NO_REDISSON=1 (skip the Redisson face), BENCH_HANDOFF_MS=n
  *        (recorded time per Redisson handoff round), BENCH_WAKE_MS=n
  *        (recorded time per wake-on-release round),
@@ -74,7 +84,7 @@ const report = require('./report')
 
 const QUICK = process.env.BENCH_QUICK === '1'
 /** The sections, in the order they run (BENCH_SECTIONS picks some). */
-const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'cluster', 'memory', 'remote']
+const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'redlock-face', 'cluster', 'memory', 'remote']
 const PICKED = process.env.BENCH_SECTIONS ? process.env.BENCH_SECTIONS.split(',').map((x) => x.trim()).filter(Boolean) : null
 if (PICKED) {
   const unknown = PICKED.filter((x) => !SECTIONS.includes(x))
@@ -115,6 +125,8 @@ const CFG = {
   wakeDuration: Number(process.env.BENCH_WAKE_MS) || (QUICK ? 1000 : 5000),
   quorumServers: 3,
   quorumWorkers: [1, 16, 128],
+  redlockFaceServers: 3,
+  redlockFaceWorkers: [1, 16, 128],
   clusterPrimaries: 3,
   clusterWorkers: [1, 16, 128]
 }
@@ -124,6 +136,7 @@ const LIST = contenders.ALL.filter((c) => !ONLY || ONLY.includes(c.id) || c.id =
 const REDISSON_LIST = CFG.redisson && RUN('redisson') ? contenders.REDISSON.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.REDISSON_RS) : []
 const WAKE_LIST = RUN('wake') ? contenders.WAKE.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS || c.id === report.RS_WAKE) : []
 const QUORUM_LIST = RUN('quorum') ? contenders.QUORUM.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_QUORUM) : []
+const REDLOCK_FACE_LIST = RUN('redlock-face') ? contenders.REDLOCK_FACE.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_REDLOCK) : []
 const CLUSTER_LIST = RUN('cluster') ? contenders.CLUSTER.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_CLUSTER) : []
 
 const log = (...a) => console.error('[bench]', ...a)
@@ -304,6 +317,71 @@ async function quorum () {
   }
 }
 
+/** node-redlock face on `servers` ({host, port} each; one or several): `c` workers on distinct keys, every face contender ROUNDS times, interleaved. */
+async function redlockFaceUncontended (c, servers) {
+  const n = servers.length
+  const runs = Object.fromEntries(REDLOCK_FACE_LIST.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(REDLOCK_FACE_LIST, round)) {
+      const r = await measureChild(x, {
+        host: servers[0].host, port: servers[0].port, servers, mode: 'uncontended', workers: c, warmupMs: CFG.warmup, durationMs: CFG.duration,
+        key: `bench:redlock-face:${n}:${x.id}:${c}:${round}`
+      })
+      runs[x.id].push(r)
+      log(`redlock face, ${n} server(s), ${c} worker(s), round ${round + 1}, ${x.id}: ${Math.round(r.cyclesPerSec)} cycles/s`)
+    }
+  }
+  return Object.fromEntries(REDLOCK_FACE_LIST.map((x) => [x.id, summarize(runs[x.id])]))
+}
+
+/** node-redlock face on `servers`: 16 workers on one key, retryCount -1, retryDelay `delay` ms, a 1 ms critical section. */
+async function redlockFaceContention (delay, servers) {
+  const n = servers.length
+  const runs = Object.fromEntries(REDLOCK_FACE_LIST.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(REDLOCK_FACE_LIST, round)) {
+      const r = await measureChild(x, {
+        host: servers[0].host, port: servers[0].port, servers, mode: 'contended', workers: CFG.contentionWorkers, warmupMs: 100, durationMs: CFG.contentionDuration,
+        key: `bench:redlock-face:contended:${n}:${x.id}:${delay}:${round}`, delay, csMs: CFG.csMs
+      })
+      runs[x.id].push(r)
+      log(`redlock face, ${n} server(s), contention, delay ${delay} ms, round ${round + 1}, ${x.id}: ${Math.round(r.cyclesPerSec)} critical sections/s`)
+    }
+  }
+  return Object.fromEntries(REDLOCK_FACE_LIST.map((x) => [x.id, summarize(runs[x.id])]))
+}
+
+/** The node-redlock face's scenarios on `servers`: uncontended at every worker count, then contention at every retry delay. */
+async function redlockFaceOn (servers) {
+  const unc = {}
+  for (const c of CFG.redlockFaceWorkers) unc[c] = await redlockFaceUncontended(c, servers)
+  const cont = {}
+  for (const d of CFG.contentionDelays) cont[d] = await redlockFaceContention(d, servers)
+  return { servers: servers.map((s) => `${s.host}:${s.port}`), uncontended: unc, contention: cont }
+}
+
+/**
+ * node-redlock face: on the main redis-server (`target`) alone, then on
+ * CFG.redlockFaceServers redis-servers of its own (startRedis, as quorum()
+ * does), stopped again after it (by PID, those it started only), also when
+ * interrupted (cleanups). Resolves to one entry per topology.
+ */
+async function redlockFace (target) {
+  const out = [await redlockFaceOn([{ host: target.host, port: target.port }])]
+  const servers = []
+  const stopAll = () => Promise.all(servers.map((s) => s.stop()))
+  cleanups.add(stopAll)
+  try {
+    for (let i = 0; i < CFG.redlockFaceServers; i++) servers.push(await startRedis())
+    log(`redlock face: redis-server pids ${servers.map((s) => s.pid).join(', ')} on ports ${servers.map((s) => s.port).join(', ')}; contenders: ${REDLOCK_FACE_LIST.map((c) => c.id).join(', ')}`)
+    out.push(await redlockFaceOn(servers.map((s) => ({ host: '127.0.0.1', port: s.port }))))
+    return out
+  } finally {
+    cleanups.delete(stopAll)
+    await stopAll()
+  }
+}
+
 /** A cluster whose primaries are `servers` ({host, port} each): `c` workers on distinct keys, every cluster contender ROUNDS times, interleaved. */
 async function clusterUncontended (c, servers) {
   const runs = Object.fromEntries(CLUSTER_LIST.map((x) => [x.id, []]))
@@ -417,6 +495,7 @@ async function main () {
     `sections: ${CFG.sections.join(', ')}${CFG.partial ? ' (BENCH_SECTIONS)' : ''}; contenders: ${LIST.map((c) => c.id).join(', ')}; ` +
     `Redisson face: ${REDISSON_LIST.map((c) => c.id).join(', ') || 'skipped'}; wake on release: ${WAKE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
     `Redlock on ${CFG.quorumServers} servers: ${QUORUM_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
+    `node-redlock face: ${REDLOCK_FACE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
     `Redis Cluster: ${CLUSTER_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
   try {
     const needSha = RUN('uncontended') || RUN('remote')
@@ -436,6 +515,7 @@ async function main () {
     }
     R.wake = WAKE_LIST.length ? await wakeHandoff(target) : null
     R.quorum = QUORUM_LIST.length ? await quorum() : null
+    R.redlockFace = REDLOCK_FACE_LIST.length ? await redlockFace(target) : null
     R.cluster = CLUSTER_LIST.length ? await cluster() : null
     if (RUN('memory') && process.env.BENCH_NO_MEMORY !== '1') R.local.memory = await memory(target)
     R.remote = RUN('remote') ? await remote(sha) : { available: false, reason: 'not run (BENCH_SECTIONS)', skipped: true }
@@ -452,7 +532,8 @@ async function main () {
     const rchecks = report.redissonChecks(R.redisson)
     const wchecks = report.wakeChecks(R.wake, CFG.stallMs)
     const qchecks = report.quorumChecks(R.quorum, CFG.quorumWorkers)
-    const text = report.render(R, tgs, others, meta, CFG, rchecks, wchecks, qchecks)
+    const fchecks = report.redlockFaceChecks(R.redlockFace)
+    const text = report.render(R, tgs, others, meta, CFG, rchecks, wchecks, qchecks, fchecks)
     const base = QUICK ? 'RESULTS.quick' : CFG.partial ? 'RESULTS.partial' : 'RESULTS'
     const file = path.join(__dirname, `${base}.md`)
     fs.writeFileSync(file, text + '\n')
@@ -474,6 +555,11 @@ async function main () {
     if (qchecks.length) {
       console.log(`Redlock on ${CFG.quorumServers} servers (not among issue 9's targets):`)
       for (const t of qchecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
+    }
+    if (fchecks.length) {
+      console.log('node-redlock face, redislock-rs/redlock vs redlock@4.2.0 (issue 20\'s targets):')
+      for (const t of fchecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
+      for (const t of report.redlockFaceContention(R.redlockFace)) console.log(`      ${t}`)
     }
     if (R.cluster) {
       console.log(`Redis Cluster, ${CFG.clusterPrimaries} primaries (informational, no target):`)

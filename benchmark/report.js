@@ -7,7 +7,8 @@
  * node-redisson; not among issue 9's targets) and the wake-on-release
  * section's (redislock-rs with wakeOnRelease vs polling; not among them
  * either), and the quorum section's (redislock-rs Redlock vs node-redlock on
- * 3 servers; not among them either), and the cluster section's tables
+ * 3 servers; not among them either), the node-redlock face's (redislock-rs/redlock
+ * vs redlock 4.2.0 on 1 and 3 servers: issue 20's targets), and the cluster section's tables
  * (redislock-rs vs node-redlock and redislock on a Redis Cluster; ratios
  * only, no PASS / MISS).
  */
@@ -29,6 +30,12 @@ const RS_QUORUM = 'redislock-rs-quorum'
 const RS_QUORUM_TOKIO = 'redislock-rs-quorum-tokio'
 const REDLOCK_QUORUM = 'redlock-quorum'
 const RS_CLUSTER = 'redislock-rs-cluster'
+const RS_REDLOCK = 'redislock-rs-redlock'
+const RS_REDLOCK_TOKIO = 'redislock-rs-redlock-tokio'
+/** The node-redlock face's engines, in the order they are checked. */
+const REDLOCK_FACE_OURS = [[RS_REDLOCK, 'JS-thread engine'], [RS_REDLOCK_TOKIO, 'tokio engine']]
+/** Issue 20: cycles/s of redislock-rs/redlock ≥ factor × redlock 4.2.0's (REDLOCK_QUORUM), per worker count, both engines. */
+const REDLOCK_FACE_TARGETS = { 1: 1, 16: 2, 128: 2 }
 /** The cluster section's peers, in the order their ratios are given. */
 const CLUSTER_PEERS = [['redlock-cluster', 'redlock'], ['redislock-cluster', 'redislock']]
 /** wakeOnRelease's targets: handoff p50 and p99 (ms) at most. */
@@ -50,7 +57,7 @@ function labelOf (id) {
   if (id === C_LIMIT) return 'C limit: redis-benchmark -c 1 -P <workers>'
   return contenders.byId[id] ? contenders.byId[id].label : id
 }
-const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM || id === RS_CLUSTER ? `**${labelOf(id)}**` : labelOf(id)
+const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM || id === RS_CLUSTER || id === RS_REDLOCK ? `**${labelOf(id)}**` : labelOf(id)
 
 /** [id, summary] of the JavaScript contender with the most cycles/s in `sc`, or []. */
 function bestJs (sc) {
@@ -217,6 +224,48 @@ function quorumChecks (Rq, workers) {
   return out
 }
 
+const serversLabel = (n) => `${n} server${n === 1 ? '' : 's'}`
+
+/**
+ * The node-redlock face (issue 20's targets): per topology (1 server, 3
+ * servers), worker count and engine, redislock-rs/redlock's cycles/s ≥
+ * REDLOCK_FACE_TARGETS[workers] × redlock 4.2.0's in the same run.
+ */
+function redlockFaceChecks (Rf) {
+  if (!Rf) return []
+  const out = []
+  for (const topo of Rf) {
+    const n = topo.servers.length
+    for (const [c, want] of Object.entries(REDLOCK_FACE_TARGETS)) {
+      const sc = topo.uncontended[c] || {}
+      const b = sc[REDLOCK_QUORUM]
+      for (const [id, engine] of REDLOCK_FACE_OURS) {
+        const a = sc[id]
+        const name = `redislock-rs/redlock ≥ ${want}× redlock's cycles/s, ${serversLabel(n)}, ${workersLabel(c)}, ${engine}`
+        if (!a || !b) { out.push(check(name, null, 'not measured')); continue }
+        const x = ratio(a.cyclesPerSec, b.cyclesPerSec)
+        out.push(check(name, x >= want, `${times(x)} (${fmtInt(a.cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s; p50 ${fmt(a.p50, 3)} vs ${fmt(b.p50, 3)} ms)`))
+      }
+    }
+  }
+  return out
+}
+
+/** The node-redlock face under contention: one line per topology and retry delay, ours ÷ redlock (informational, no target). */
+function redlockFaceContention (Rf) {
+  if (!Rf) return []
+  const out = []
+  for (const topo of Rf) {
+    for (const [d, sc] of Object.entries(topo.contention || {})) {
+      const b = sc[REDLOCK_QUORUM]
+      const ours = REDLOCK_FACE_OURS.filter(([id]) => sc[id])
+        .map(([id, engine]) => `${engine} ${b ? times(ratio(sc[id].cyclesPerSec, b.cyclesPerSec)) : 'n/a'} (${fmtInt(sc[id].cyclesPerSec)})`)
+      out.push(`contention, ${serversLabel(topo.servers.length)}, retry delay ${d} ms, critical sections/s: redlock ${b ? fmtInt(b.cyclesPerSec) : 'n/a'}; ${ours.join(', ') || 'ours not measured'} (informational, no target)`)
+    }
+  }
+  return out
+}
+
 // ---------------------------------------------------------------- tables
 
 function summaryTable (R) {
@@ -293,6 +342,20 @@ function memoryTable (mem) {
     const [a, b, c] = m.points
     lines.push(`| ${nameOf(m.id)} | ${fmtInt(m.total)} in ${fmt(m.seconds, 1)} s | ${mib(a.heapUsed)} → ${mib(b.heapUsed)} → ${mib(c.heapUsed)} | ` +
       `${mib(a.rss)} → ${mib(b.rss)} → ${mib(c.rss)} | ${mib(c.heapUsed - a.heapUsed)} | ${mib(c.rss - a.rss)} |`)
+  }
+  return lines.join('\n')
+}
+
+/** The node-redlock face under contention: critical sections/s and × redlock. */
+function redlockFaceContentionTable (sc) {
+  const base = sc[REDLOCK_QUORUM]
+  const lines = [
+    '| contender | critical sections/s median (min–max) | × redlock | p50 ms | p99 ms | process CPU µs/CS | JS-thread CPU µs/CS | Redis cmds/CS, all servers (cmdstat) |',
+    '|---|---:|---:|---:|---:|---:|---:|---|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${base ? times(ratio(s.cyclesPerSec, base.cyclesPerSec)) : 'n/a'} | ` +
+      `${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
   }
   return lines.join('\n')
 }
@@ -453,6 +516,35 @@ function quorumSection (Rq, checks, cfg) {
   return parts
 }
 
+function redlockFaceSection (Rf, checks, cfg) {
+  const line = (t) => `- **${t.status}** ${t.name}: ${t.detail}`
+  const parts = [
+    `## node-redlock face: redislock-rs/redlock vs redlock@${pkgVersion('redlock')} (issue 20's targets)`,
+    '',
+    `Method: \`require('redislock-rs/redlock')\` against \`require('redlock')\`, driven by the same harness code (benchmark/contenders.js \`redlockOn\`): ` +
+      `\`new Redlock(clients, { retryCount: 0, retryJitter: 0 })\` over one ioredis@${pkgVersion('ioredis')} client per server, one Redlock shared by all the workers, \`lock(key, 10000)\` then \`lock.unlock()\`; ` +
+      'ours once with REDISLOCK_RS_ENGINE=js (JS-thread engine, the default) and once with =tokio. ' +
+      `Topologies: the main redis-server alone (${Rf[0] ? Rf[0].servers.join(', ') : 'n/a'}), then ${cfg.redlockFaceServers} more redis-servers started for this section (\`--save '' --appendonly no\`, free ports: ${Rf[1] ? Rf[1].servers.join(', ') : 'n/a'}; the same machine, so no network between them) and stopped after it. ` +
+      `Each contender in a child process of its own, interleaved and rotated per round (${cfg.rounds} round(s)), medians. ` +
+      `Uncontended: every worker its own key, ${cfg.duration} ms after a ${cfg.warmup} ms warm-up. ` +
+      `Contention (informational, no target): ${cfg.contentionWorkers} workers on ONE key, one Redlock per retry delay shared by them (\`retryCount: -1, retryDelay: <delay>, retryJitter: 0\`), a ${cfg.csMs} ms critical section, ${cfg.contentionDuration} ms. ` +
+      'Redis cmds/cycle = the INFO commandstats deltas of all the servers, summed, / cycles. Targets (issue 20), both engines, same-run ratios: ' +
+      Object.entries(REDLOCK_FACE_TARGETS).map(([c, x]) => `≥ ${x}× at ${workersLabel(c)}`).join(', ') + '.',
+    ''
+  ]
+  for (const topo of Rf) {
+    const n = topo.servers.length
+    for (const [c, sc] of Object.entries(topo.uncontended)) {
+      parts.push(`### node-redlock face, ${serversLabel(n)}, uncontended: ${workersLabel(c)}, each on its own key`, '', quorumTable(sc), '')
+    }
+    for (const [d, sc] of Object.entries(topo.contention || {})) {
+      parts.push(`### node-redlock face, ${serversLabel(n)}, contention: ${cfg.contentionWorkers} workers on one key, retry delay ${d} ms, ${cfg.csMs} ms critical section`, '', redlockFaceContentionTable(sc), '')
+    }
+  }
+  parts.push(...checks.map(line), '', ...redlockFaceContention(Rf).map((t) => `- ${t}`), '')
+  return parts
+}
+
 function clusterSection (Rc, cfg) {
   const n = Rc.primaries.length
   const parts = [
@@ -506,10 +598,10 @@ const pkgVersion = (p) => { try { return require(`${p}/package.json`).version } 
 /**
  * The markdown report. `cfg` is the run's configuration (index.js); `rchecks`
  * from redissonChecks, `wchecks` from wakeChecks, `qchecks` from
- * quorumChecks. A partial run (BENCH_SECTIONS) renders the sections it ran
+ * quorumChecks, `fchecks` from redlockFaceChecks. A partial run (BENCH_SECTIONS) renders the sections it ran
  * only.
  */
-function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks = []) {
+function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks = [], fchecks = []) {
   const ran = (section) => !cfg.sections || cfg.sections.includes(section)
   const m = meta.machine
   const changed = ['git', 'dirty', 'addon'].filter((k) => meta.machineAtEnd && meta.machineAtEnd[k] !== m[k])
@@ -565,9 +657,10 @@ function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks 
   }
   if (R.wake) parts.push(...wakeSection(R.wake, wchecks, cfg))
   if (R.quorum) parts.push(...quorumSection(R.quorum, qchecks, cfg))
+  if (R.redlockFace) parts.push(...redlockFaceSection(R.redlockFace, fchecks, cfg))
   if (R.cluster) parts.push(...clusterSection(R.cluster, cfg))
   if (others.length || !cfg.partial) parts.push('## Other checks (from earlier issues)', '', ...others.map(line), '')
   return parts.join('\n')
 }
 
-module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, clusterRatios, render, machine, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM, RS_CLUSTER }
+module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, redlockFaceChecks, redlockFaceContention, clusterRatios, render, machine, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM, RS_CLUSTER, RS_REDLOCK }
