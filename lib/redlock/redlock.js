@@ -18,6 +18,7 @@ const { start } = require('../native/bridge')
 const { redlockScripts, redlockScriptSet, keySlot } = require('../native/loader')
 const { LockOp, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
+const { randomHex16 } = require('../common/random')
 const { Lock, LockError } = require('./lock')
 
 const SCRIPTS = redlockScripts(4)
@@ -170,7 +171,7 @@ Redlock.prototype._lock = function _lock (resource, value, ttl, options, callbac
 }
 
 Redlock.prototype._random = function _random () {
-  return crypto.randomBytes(16).toString('hex')
+  return randomHex16()
 }
 
 Redlock.prototype._hashScript = function _hashScript (value) {

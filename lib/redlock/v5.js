@@ -17,6 +17,7 @@ const { start } = require('../native/bridge')
 const { redlockScripts, redlockScriptSet, keySlot } = require('../native/loader')
 const { LockOp, Flag: { Keep: F_KEEP }, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
+const { randomHex16 } = require('../common/random')
 const keeper = require('../common/keeper')
 const { lockLost } = require('../common/errors')
 
@@ -127,7 +128,7 @@ class Redlock extends EventEmitter {
   }
 
   _random () {
-    return crypto.randomBytes(16).toString('hex')
+    return randomHex16()
   }
 
   /** Runs `quit()` on every client that has one (URLs and options have none). */
