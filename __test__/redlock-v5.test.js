@@ -291,3 +291,52 @@ test('using, beyond node-redlock 5: a lost lock aborts the signal at once with a
   assert.equal(out.reason, 'expired')
   assert.ok(out.took < 900, `noticed within a lease (${out.took} ms)`)
 })
+
+test('faults through the v5 face: a black-holed server does not hold the lock up; slow servers cost the validity and what they took is given back', async () => {
+  const { startProxy } = require('./helpers/proxy')
+  const proxies = [await startProxy(servers[1].port), await startProxy(servers[2].port)]
+  const server = (port) => ({ host: '127.0.0.1', port, connectTimeout: 1000, commandTimeout: 2000 })
+  try {
+    const redlock = new Ours([server(servers[0].port), ...proxies.map((p) => server(p.port))], { retryCount: 0 })
+    await (await redlock.acquire([fresh('warm')], 2000)).release()
+    proxies[1].blackhole()
+    const key = fresh('blackhole')
+    const started = Date.now()
+    const lock = await redlock.acquire([key], 2000)
+    assert.ok(Date.now() - started < 1500, 'granted by the two that answer, within the server timeout')
+    const stats = await lock.attempts[0]
+    assert.equal(stats.votesFor.size, 2)
+    assert.equal(stats.votesAgainst.size, 1)
+    assert.equal(await check.get(key), lock.value)
+    proxies[1].forward()
+    await lock.release({ retryCount: 0 }).catch(() => {})
+    for (const p of proxies) p.delayReplies(400)
+    const slow = fresh('slow')
+    const err = await rejection(redlock.acquire([slow], 1000))
+    assert.equal(err.name, 'ExecutionError')
+    assert.equal(err.message, 'The operation was unable to achieve a quorum during its retry window.')
+    await sleep(1200)
+    for (const s of servers) {
+      const a = admin(s.port)
+      assert.equal(await a.exists(slow), 0, `given back on ${s.port}`)
+      await a.quit()
+    }
+  } finally {
+    for (const p of proxies) await p.close()
+  }
+})
+
+test('faults through the v5 face: a server restarted (its keys gone) is used again once it is back', async () => {
+  const list = servers.map((s) => ({ host: '127.0.0.1', port: s.port, connectTimeout: 300, commandTimeout: 1000 }))
+  const redlock = new Ours(list, { retryCount: 3, retryDelay: 100 })
+  const key = fresh('restart')
+  const lock = await redlock.acquire([key], 5000)
+  await servers[2].restart()
+  await assert.rejects(new Ours(list, { retryCount: 0 }).acquire([key], 1000), { name: 'ExecutionError' })
+  await lock.release()
+  const again = await redlock.acquire([key], 5000)
+  const a = admin(servers[2].port)
+  assert.equal(await a.get(key), again.value, 'the restarted server took part again')
+  await a.quit()
+  await again.release()
+})

@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use crate::error::Result;
+use crate::node::wire::codes::LockOp;
 use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::cancel::Cancel;
 
@@ -50,6 +52,15 @@ pub(crate) fn cancel_slot_of(nums: &Nums) -> Option<CancelSlot> {
     let mut map = CANCELS.lock().unwrap_or_else(|p| p.into_inner());
     map.insert(key, Arc::clone(&cancel));
     Some(CancelSlot { key, cancel })
+}
+
+/// [`cancel_slot_of`] for an operation that can be cancelled only while
+/// it acquires: `op`'s numbers, when they are usable.
+pub(crate) fn acquire_slot(op: LockOp, nums: &Result<Nums>) -> Option<CancelSlot> {
+    match (op, nums) {
+        (LockOp::Acquire, Ok(nums)) => cancel_slot_of(nums),
+        _ => None,
+    }
 }
 
 /// Cancels the acquire registered as `id` in `env`, if it is still running.

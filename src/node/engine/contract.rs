@@ -33,4 +33,9 @@ pub(crate) trait Engine: 'static {
 
     /// The timer waits run on.
     fn timer() -> &'static dyn Timer;
+
+    /// The shared connection of each of `endpoints`, in order.
+    fn shared_all(endpoints: &[u32]) -> Result<Vec<Self::Route>> {
+        endpoints.iter().map(|e| Self::shared(*e)).collect()
+    }
 }

@@ -14,7 +14,7 @@ use crate::limits;
 use crate::locks::keys::{companion, RELEASED_SUFFIX};
 use crate::locks::quorum::{self, Outcome, QuorumOptions, Report, Step};
 use crate::locks::token::AcquireOptions;
-use crate::node::cancels::{cancel_slot_of, CancelSlot};
+use crate::node::cancels::{acquire_slot, CancelSlot};
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
 use crate::node::runtime::rt;
@@ -84,16 +84,10 @@ pub(crate) fn quorum<E: Engine>(
     nums: Vec<f64>,
 ) -> impl Future<Output = Result<Reply>> {
     let nums = Nums::new(nums);
-    let cancel = match (op, &nums) {
-        (LockOp::Acquire, Ok(nums)) => cancel_slot_of(nums),
-        _ => None,
-    };
+    let cancel = acquire_slot(op, &nums);
     async move {
         let targets = targets(&endpoints)?;
-        let routes = endpoints
-            .iter()
-            .map(|e| E::shared(*e))
-            .collect::<Result<Vec<_>>>()?;
+        let routes = E::shared_all(&endpoints)?;
         let connect = |i: usize| E::connect(&routes[i]);
         run(
             op,

@@ -12,7 +12,7 @@ use crate::limits;
 use crate::locks::quorum::{Report, Step};
 use crate::locks::redlock::{self, RedlockOptions, Resources};
 use crate::locks::token::AcquireOptions;
-use crate::node::cancels::cancel_slot_of;
+use crate::node::cancels::acquire_slot;
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
 use crate::node::ops::quorum::{encode, random, server_timeout};
@@ -53,18 +53,12 @@ pub(crate) fn redlock<E: Engine>(
     nums: Vec<f64>,
 ) -> impl Future<Output = Result<Reply>> {
     let nums = Nums::new(nums);
-    let cancel = match (op, &nums) {
-        (LockOp::Acquire, Ok(nums)) => cancel_slot_of(nums),
-        _ => None,
-    };
+    let cancel = acquire_slot(op, &nums);
     async move {
         let nums = nums?;
         let scripts = scripts(script_set)?;
         let targets = targets(&endpoints)?;
-        let routes = endpoints
-            .iter()
-            .map(|e| E::shared(*e))
-            .collect::<Result<Vec<_>>>()?;
+        let routes = E::shared_all(&endpoints)?;
         let connect = |i: usize| E::connect(&routes[i]);
         let (n, timer) = (targets.len(), E::timer());
         let res = Resources {
