@@ -58,6 +58,8 @@ export declare class Lock {
   readonly attempts: ReadonlyArray<Promise<ExecutionStats>>
   expiration: number
   readonly settings?: Partial<Settings> | undefined
+  /** Beyond node-redlock 5: aborted with a LockLostError when a release or extend finds the lock lost. */
+  readonly signal: AbortSignal
   constructor (redlock: Redlock, resources: string[], value: string, attempts: ReadonlyArray<Promise<ExecutionStats>>, expiration: number, settings?: Partial<Settings> | undefined)
   release (): Promise<ExecutionResult>
   extend (duration: number): Promise<Lock>

@@ -21,6 +21,8 @@ declare namespace Redlock {
     expiration: number
     attempts: number
     attemptsRemaining: number
+    /** Beyond redlock 4.2.0: aborted with a LockLostError when an extend or unlock finds the lock lost. */
+    readonly signal: AbortSignal
     constructor (redlock: Redlock, resource: string | string[], value: string | null, expiration: number, attempts: number, attemptsRemaining: number)
     unlock (callback?: Callback<void>): Bluebird<void>
     extend (ttl: number, callback?: Callback<Lock>): Bluebird<Lock>

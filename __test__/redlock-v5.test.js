@@ -340,3 +340,21 @@ test('faults through the v5 face: a server restarted (its keys gone) is used aga
   await a.quit()
   await again.release()
 })
+
+test('lock.signal, beyond node-redlock 5: aborted with a LockLostError when an extend or release finds the lock gone, never by a clean release', async () => {
+  const c = client(servers[0].port)
+  const redlock = new Ours([c], { retryCount: 0 })
+  const clean = await redlock.acquire([fresh('signal')], 2000)
+  const signal = clean.signal
+  await clean.release()
+  assert.equal(signal.aborted, false)
+  for (const how of ['extend', 'release']) {
+    const key = fresh('signal')
+    const lock = await redlock.acquire([key], 2000)
+    await check.del(key)
+    await assert.rejects(how === 'extend' ? lock.extend(2000) : lock.release(), { name: 'ExecutionError' })
+    assert.equal(lock.signal.aborted, true, how)
+    assert.equal(lock.signal.reason.name, 'LockLostError')
+    assert.equal(lock.signal.reason.reason, 'expired')
+  }
+})

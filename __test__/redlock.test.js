@@ -389,3 +389,22 @@ test('faults: a server restarted (its keys gone) is used again once it is back',
   await a.quit()
   await again.unlock()
 })
+
+test('lock.signal, beyond redlock 4.2.0: aborted with a LockLostError when an extend or unlock finds the lock gone, never by a clean unlock', async () => {
+  const c = client(servers[0].port)
+  const redlock = new Ours([c], { retryCount: 0 })
+  const clean = await redlock.lock(fresh('signal'), 2000)
+  const cleanSignal = clean.signal
+  await clean.unlock()
+  assert.equal(cleanSignal.aborted, false)
+  assert.ok(!Object.keys(clean).includes('signal'), 'not one of the lock\'s own properties')
+  for (const how of ['extend', 'unlock']) {
+    const key = fresh('signal')
+    const lock = await redlock.lock(key, 2000)
+    await check.del(key)
+    await assert.rejects(how === 'extend' ? lock.extend(2000) : lock.unlock(), { name: 'LockError' })
+    assert.equal(lock.signal.aborted, true, how)
+    assert.equal(lock.signal.reason.name, 'LockLostError')
+    assert.equal(lock.signal.reason.reason, 'expired')
+  }
+})

@@ -16,6 +16,8 @@ redlock.on('error', (error: Error) => {
 async function use (): Promise<void> {
   let lock: Lock = await redlock.acquire(['a'], 5000)
   lock = await lock.extend(5000)
+  const lost: AbortSignal = lock.signal
+  void lost
   await lock.release()
   const next = await redlock.extend(await redlock.acquire(['b', 'c'], 1000, { retryCount: 0 }), 2000)
   const result = await redlock.release(next)

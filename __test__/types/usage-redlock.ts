@@ -29,6 +29,8 @@ async function use (): Promise<void> {
   } catch (err) {
     if (err instanceof Redlock.LockError) console.log(err.name, err.attempts)
   }
+  const lost: AbortSignal = lock.signal
+  void lost
   const when: number = lock.expiration
   const tries: number = lock.attempts + lock.attemptsRemaining
   void [when, tries]

@@ -6,6 +6,7 @@
  */
 
 const util = require('util')
+const holds = require('../common/holds')
 
 /**
  * redlock 4.2.0's LockError: `name`, `message` and `attempts` (how many
@@ -43,4 +44,36 @@ Lock.prototype.extend = function extend (ttl, callback) {
   return this.redlock.extend(this, ttl, callback)
 }
 
-module.exports = { Lock, LockError }
+// Beyond redlock 4.2.0: the lost-lock signal, kept off the lock's own
+// enumerable properties (they stay redlock's).
+const kHold = Symbol('redislock-rs.hold')
+
+function holdOf (lock) {
+  if (lock[kHold] === undefined) Object.defineProperty(lock, kHold, { value: holds.newHold() })
+  return lock[kHold]
+}
+
+/**
+ * An AbortSignal aborted with a LockLostError when this lock is found lost:
+ * an extend or unlock that could not confirm it on a majority ('expired'
+ * when a majority no longer had it, else 'renewal-failed'); never by a
+ * clean unlock.
+ */
+Object.defineProperty(Lock.prototype, 'signal', {
+  get () { return holds.signalOf(holdOf(this)) },
+  configurable: true
+})
+
+/** Marks `lock` lost for `reason` (once) and aborts its signal. */
+function loseLock (lock, reason) {
+  if (lock === null || typeof lock !== 'object') return
+  holds.lose(holdOf(lock), reason, [].concat(lock.resource).join(','))
+}
+
+/** Why a report that was not granted means its lock is lost. */
+function lostReason (report) {
+  const refused = report.servers.filter((s) => s.outcome === 'not-ours').length
+  return refused > report.servers.length - report.quorum ? 'expired' : 'renewal-failed'
+}
+
+module.exports = { Lock, LockError, loseLock, lostReason }

@@ -19,7 +19,10 @@ const { redlockScripts, redlockScriptSet, keySlot } = require('../native/loader'
 const { LockOp, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
 const { randomHex16 } = require('../common/random')
-const { Lock, LockError } = require('./lock')
+const { Lock, LockError, loseLock, lostReason } = require('./lock')
+
+// The report behind a LockError of an extend (its lock is then lost).
+const kReport = Symbol('redislock-rs.report')
 
 const SCRIPTS = redlockScripts(4)
 
@@ -125,6 +128,9 @@ Redlock.prototype.extend = function extend (lock, ttl, callback) {
       lock.value = extension.value
       lock.expiration = extension.expiration
       return lock
+    }, function (err) {
+      if (err !== null && typeof err === 'object' && err[kReport] !== undefined) loseLock(lock, lostReason(err[kReport]))
+      throw err
     })
     .nodeify(callback)
 }
@@ -224,7 +230,9 @@ function settleLock (redlock, ctx, outcome, err, resolve, reject, report) {
   if (err) return reject(wrapped(err, 0))
   clientErrors(redlock, report)
   if (!report.granted) {
-    return reject(new LockError('Exceeded ' + ctx.retryCount + ' attempts to lock the resource "' + ctx.resource + '".', report.attempts))
+    const e = new LockError('Exceeded ' + ctx.retryCount + ' attempts to lock the resource "' + ctx.resource + '".', report.attempts)
+    Object.defineProperty(e, kReport, { value: report })
+    return reject(e)
   }
   const expiration = Date.now() + report.validityMs
   resolve(new Lock(redlock, ctx.resource, ctx.value, expiration, report.attempts, ctx.retryCount - report.attempts))
@@ -233,7 +241,10 @@ function settleLock (redlock, ctx, outcome, err, resolve, reject, report) {
 function settleUnlock (redlock, ctx, outcome, err, resolve, reject, report) {
   if (err) return reject(wrapped(err))
   clientErrors(redlock, report)
-  if (!report.granted) return reject(new LockError('Unable to fully release the lock on resource "' + ctx.lock.resource + '".'))
+  if (!report.granted) {
+    loseLock(ctx.lock, lostReason(report))
+    return reject(new LockError('Unable to fully release the lock on resource "' + ctx.lock.resource + '".'))
+  }
   resolve()
 }
 

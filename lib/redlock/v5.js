@@ -20,6 +20,7 @@ const { serversFor } = require('../common/servers')
 const { randomHex16 } = require('../common/random')
 const keeper = require('../common/keeper')
 const { lockLost } = require('../common/errors')
+const holds = require('../common/holds')
 
 const SCRIPTS = redlockScripts(5)
 
@@ -68,8 +69,31 @@ class Lock {
   }
 
   async extend (duration) {
-    return this.redlock.extend(this, duration)
+    return this.redlock.extend(this, duration, this.settings)
   }
+
+  /**
+   * Beyond node-redlock 5: an AbortSignal aborted with a LockLostError when
+   * this lock is found lost (a release or extend that could not confirm it
+   * on a majority), never by a clean release.
+   */
+  get signal () {
+    return holds.signalOf(holdOf(this))
+  }
+}
+
+// The lost-lock state, kept off the lock's own enumerable properties.
+const kHold = Symbol('redislock-rs.hold')
+
+function holdOf (lock) {
+  if (lock[kHold] === undefined) Object.defineProperty(lock, kHold, { value: holds.newHold() })
+  return lock[kHold]
+}
+
+function loseLock (lock, report) {
+  const refused = report.servers.filter((s) => s.outcome === 'not-ours').length
+  const reason = refused > report.servers.length - report.quorum ? 'expired' : 'renewal-failed'
+  holds.lose(holdOf(lock), reason, lock.resources.join(','))
 }
 
 // Hidden per-instance state: the servers (in the order of `clients`), the
@@ -155,7 +179,10 @@ class Redlock extends EventEmitter {
     lock.expiration = 0
     const report = await this._run(LockOp.Release, lock.resources, lock.value, 0, this._settings(settings))
     const attempts = this._attempts(report, lock.resources, LockOp.Release)
-    if (!report.granted) throw new ExecutionError(QUORUM_MESSAGE, attempts)
+    if (!report.granted) {
+      if (lock instanceof Lock) loseLock(lock, report)
+      throw new ExecutionError(QUORUM_MESSAGE, attempts)
+    }
     return { attempts, start: Date.now() - report.ageMs }
   }
 
@@ -166,7 +193,10 @@ class Redlock extends EventEmitter {
     const s = this._settings(settings)
     const report = await this._run(LockOp.Extend, existing.resources, existing.value, duration, s)
     const attempts = this._attempts(report, existing.resources, LockOp.Extend)
-    if (!report.granted) throw new ExecutionError(QUORUM_MESSAGE, attempts)
+    if (!report.granted) {
+      if (existing instanceof Lock) loseLock(existing, report)
+      throw new ExecutionError(QUORUM_MESSAGE, attempts)
+    }
     existing.expiration = 0
     return new Lock(this, existing.resources, existing.value, attempts, expiration(report), settings)
   }
