@@ -134,6 +134,8 @@ export declare const enum Flag {
   Wake = 2,
   /** The lease keeper renews the lease until release. */
   Keep = 4,
+  /** node-redlock: the report lists every attempt's votes (`rounds`). */
+  Votes = 8,
 }
 
 /** The grant as JavaScript sees it. */

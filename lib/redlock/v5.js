@@ -15,7 +15,7 @@ const crypto = require('crypto')
 const { EventEmitter } = require('events')
 const { start } = require('../native/bridge')
 const { redlockScripts, redlockScriptSet, keySlot } = require('../native/loader')
-const { LockOp, Flag: { Keep: F_KEEP }, nums } = require('../native/wire')
+const { LockOp, Flag: { Keep: F_KEEP, Votes: F_VOTES }, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
 const { randomHex16 } = require('../common/random')
 const keeper = require('../common/keeper')
@@ -278,7 +278,8 @@ class Redlock extends EventEmitter {
       jitterMs: delay + jitter - base,
       driftFactor: Number.isFinite(s.driftFactor) ? s.driftFactor : defaultSettings.driftFactor,
       serverTimeoutMs: op === LockOp.Release ? 1000 : Math.max(100, Math.floor(duration / 10)),
-      ...extra
+      ...extra,
+      flags: F_VOTES | (extra === undefined ? 0 : extra.flags)
     })
     const servers = this[kServers]
     const set = this[kScriptSet]

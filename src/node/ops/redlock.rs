@@ -181,6 +181,12 @@ pub(crate) fn redlock<E: Engine>(
                 ))
             }
         };
+        let mut report = report;
+        if !Flag::Votes.in_bits(flags) {
+            // Only node-redlock 5's errors list every attempt: no objects
+            // made for them otherwise.
+            report.rounds.clear();
+        }
         Ok(Reply::With(Value::Report(encode(&report, step))))
     }
 }

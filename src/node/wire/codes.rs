@@ -37,6 +37,8 @@ pub enum Flag {
     Wake = 2,
     /// The lease keeper renews the lease until release.
     Keep = 4,
+    /// node-redlock: the report lists every attempt's votes (`rounds`).
+    Votes = 8,
 }
 
 impl Flag {
