@@ -243,6 +243,16 @@ export declare const enum Outcome {
   Value = 3,
 }
 
+/**
+ * A grant every server voted for, without the per-server votes (a
+ * smaller object for the common case).
+ */
+export interface QuorumGrant {
+  granted: boolean
+  validityMs: number
+  attempts: number
+}
+
 /** What every server of a Redlock did, and the verdict (src/locks/quorum.rs). */
 export interface QuorumReport {
   granted: boolean

@@ -16,7 +16,7 @@ const EventEmitter = require('events')
 const Promise = require('bluebird')
 const { start } = require('../native/bridge')
 const { redlockScripts, redlockScriptSet, keySlot } = require('../native/loader')
-const { LockOp, nums } = require('../native/wire')
+const { LockOp, Outcome: { Yes: YES }, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
 const { randomHex16 } = require('../common/random')
 const { Lock, LockError, loseLock, lostReason } = require('./lock')
@@ -217,8 +217,12 @@ function crossSlot (redlock, keys) {
   return keys.map((k, i) => `${slots[i]} for ${k}`).join(', ')
 }
 
-/** Tells `clientError` listeners what each server that failed said. */
+/**
+ * Tells `clientError` listeners what each server that failed said (a
+ * report of an operation that went well everywhere lists no servers).
+ */
 function clientErrors (redlock, report) {
+  if (report.servers === undefined) return
   const names = redlock[kServers].names
   report.servers.forEach(function (s, i) {
     if (s.error != null) redlock.emit('clientError', new Error(s.error))
@@ -240,6 +244,8 @@ function settleLock (redlock, ctx, outcome, err, resolve, reject, report) {
 
 function settleUnlock (redlock, ctx, outcome, err, resolve, reject, report) {
   if (err) return reject(wrapped(err))
+  // Released everywhere: a bare yes (src/node/ops/redlock.rs).
+  if (outcome === YES) return resolve()
   clientErrors(redlock, report)
   if (!report.granted) {
     loseLock(ctx.lock, lostReason(report))

@@ -20,7 +20,7 @@ use crate::node::runtime::rt;
 use crate::node::scripts::scripts;
 use crate::node::targets::targets;
 use crate::node::wire::codes::{Flag, LockOp};
-use crate::node::wire::done::{Reply, Value};
+use crate::node::wire::done::{QuorumGrant, Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
 
 /// The most random time added to a pause.
@@ -181,12 +181,25 @@ pub(crate) fn redlock<E: Engine>(
                 ))
             }
         };
-        let mut report = report;
-        if !Flag::Votes.in_bits(flags) {
-            // Only node-redlock 5's errors list every attempt: no objects
-            // made for them otherwise.
-            report.rounds.clear();
+        if Flag::Votes.in_bits(flags) {
+            return Ok(Reply::With(Value::Report(encode(&report, step))));
         }
-        Ok(Reply::With(Value::Report(encode(&report, step))))
+        // Without the votes asked for, what went well everywhere answers
+        // small (a JavaScript object costs more than the rest of the reply):
+        // a release `Yes`, a grant its validity and attempts.
+        let everywhere = report.granted && report.outcomes.iter().all(|o| o.ok());
+        Ok(match (everywhere, step) {
+            (true, Step::Release) => Reply::Yes,
+            (true, _) => Reply::With(Value::Granted(QuorumGrant {
+                granted: true,
+                validity_ms: report.validity_ms as f64,
+                attempts: report.attempts as f64,
+            })),
+            (false, _) => {
+                let mut report = report;
+                report.rounds.clear();
+                Reply::With(Value::Report(encode(&report, step)))
+            }
+        })
     }
 }

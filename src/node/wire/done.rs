@@ -57,6 +57,8 @@ pub enum Value {
     Inspected(Inspected),
     /// A Redlock operation's report.
     Report(QuorumReport),
+    /// A node-redlock grant that every server voted for: all its face reads.
+    Granted(QuorumGrant),
     /// A Redisson unlock that released the last hold.
     Released,
 }
@@ -86,6 +88,15 @@ pub struct QuorumReport {
     pub rounds: Vec<Vec<ServerVote>>,
     /// How long ago the reported attempt started (ms, when the report was made).
     pub age_ms: f64,
+}
+
+/// A grant every server voted for, without the per-server votes (a
+/// smaller object for the common case).
+#[napi(object)]
+pub struct QuorumGrant {
+    pub granted: bool,
+    pub validity_ms: f64,
+    pub attempts: f64,
 }
 
 /// One server's part in a Redlock operation.
@@ -127,6 +138,7 @@ impl ToNapiValue for Item {
                 Item::Value(Value::Age(us)) => f64::to_napi_value(env, us as f64),
                 Item::Value(Value::Inspected(i)) => Inspected::to_napi_value(env, i),
                 Item::Value(Value::Report(r)) => QuorumReport::to_napi_value(env, r),
+                Item::Value(Value::Granted(g)) => QuorumGrant::to_napi_value(env, g),
                 Item::Value(Value::Released) => bool::to_napi_value(env, true),
             }
         }
