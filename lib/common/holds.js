@@ -30,4 +30,24 @@ function signalOf (hold) {
   return hold.controller.signal
 }
 
-module.exports = { newHold, lose, signalOf }
+// The hold of a lock object that keeps its own properties to a peer's
+// shape (the node-redlock faces): off its enumerable properties.
+const kHold = Symbol('redislock-rs.hold')
+
+/** `lock`'s hidden hold, made on first use. */
+function holdOf (lock) {
+  if (lock[kHold] === undefined) Object.defineProperty(lock, kHold, { value: newHold() })
+  return lock[kHold]
+}
+
+/**
+ * Why a Redlock report that was not granted loses its lock: 'expired' when
+ * too many servers no longer had it for a majority to, else
+ * 'renewal-failed' (not confirmed in time).
+ */
+function lostReason (report) {
+  const refused = report.servers.filter((s) => s.outcome === 'not-ours').length
+  return refused > report.servers.length - report.quorum ? 'expired' : 'renewal-failed'
+}
+
+module.exports = { newHold, lose, signalOf, holdOf, lostReason }

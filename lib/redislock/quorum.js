@@ -112,7 +112,7 @@ function settleRelease (lock, key, outcome, err, resolve, reject, value) {
   if (!r.granted) {
     const n = r.servers.length
     const done = r.servers.filter((s) => s.outcome === 'released').length
-    holds.lose(lock[kHold], lostReason(r), key)
+    holds.lose(lock[kHold], holds.lostReason(r), key)
     const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
       ? `Lock on "${key}" had expired`
       : `Lock on "${key}" was released on ${done} of ${n} servers, needed ${r.quorum}: ${tally(r.servers)} (the rest expire by their TTL)`
@@ -129,19 +129,13 @@ function settleExtend (lock, key, outcome, err, resolve, reject, value) {
     return resolve()
   }
   forget(lock)
-  holds.lose(lock[kHold], lostReason(r), key)
+  holds.lose(lock[kHold], holds.lostReason(r), key)
   const n = r.servers.length
   const done = r.servers.filter((s) => s.outcome === 'extended').length
   const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
     ? `Lock on "${key}" had expired`
     : `Lock on "${key}" could not be extended (extended on ${done} of ${n} servers, needed ${r.quorum}: ${tally(r.servers)}${r.validityMs <= 0 ? `; no validity left: ${r.validityMs} ms` : ''}); it is lost and was released everywhere`
   reject(withServers(new LockExtendError(msg), lock, r))
-}
-
-/** Why a failed release or extend lost the lock: gone on a majority, or not confirmed. */
-function lostReason (report) {
-  const notOurs = report.servers.filter((s) => s.outcome === 'not-ours').length
-  return notOurs > report.servers.length - report.quorum ? 'expired' : 'renewal-failed'
 }
 
 function forget (lock) {

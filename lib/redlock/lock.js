@@ -44,36 +44,22 @@ Lock.prototype.extend = function extend (ttl, callback) {
   return this.redlock.extend(this, ttl, callback)
 }
 
-// Beyond redlock 4.2.0: the lost-lock signal, kept off the lock's own
-// enumerable properties (they stay redlock's).
-const kHold = Symbol('redislock-rs.hold')
-
-function holdOf (lock) {
-  if (lock[kHold] === undefined) Object.defineProperty(lock, kHold, { value: holds.newHold() })
-  return lock[kHold]
-}
-
 /**
- * An AbortSignal aborted with a LockLostError when this lock is found lost:
+ * Beyond redlock 4.2.0 (kept off the lock's own properties, which stay
+ * redlock's): an AbortSignal aborted with a LockLostError when this lock is found lost:
  * an extend or unlock that could not confirm it on a majority ('expired'
  * when a majority no longer had it, else 'renewal-failed'); never by a
  * clean unlock.
  */
 Object.defineProperty(Lock.prototype, 'signal', {
-  get () { return holds.signalOf(holdOf(this)) },
+  get () { return holds.signalOf(holds.holdOf(this)) },
   configurable: true
 })
 
-/** Marks `lock` lost for `reason` (once) and aborts its signal. */
-function loseLock (lock, reason) {
+/** Marks `lock` lost as `report` (not granted) says, once, and aborts its signal. */
+function loseLock (lock, report) {
   if (lock === null || typeof lock !== 'object') return
-  holds.lose(holdOf(lock), reason, [].concat(lock.resource).join(','))
+  holds.lose(holds.holdOf(lock), holds.lostReason(report), [].concat(lock.resource).join(','))
 }
 
-/** Why a report that was not granted means its lock is lost. */
-function lostReason (report) {
-  const refused = report.servers.filter((s) => s.outcome === 'not-ours').length
-  return refused > report.servers.length - report.quorum ? 'expired' : 'renewal-failed'
-}
-
-module.exports = { Lock, LockError, loseLock, lostReason }
+module.exports = { Lock, LockError, loseLock }

@@ -15,11 +15,12 @@ const crypto = require('crypto')
 const EventEmitter = require('events')
 const Promise = require('bluebird')
 const { start } = require('../native/bridge')
-const { redlockScripts, redlockScriptSet, keySlot } = require('../native/loader')
+const { redlockScripts, redlockScriptSet } = require('../native/loader')
 const { LockOp, Outcome: { Yes: YES }, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
 const { randomHex16 } = require('../common/random')
-const { Lock, LockError, loseLock, lostReason } = require('./lock')
+const { Lock, LockError, loseLock } = require('./lock')
+const { retryFields, serverTimeout, RELEASE_TIMEOUT_MS, crossSlot } = require('./attempts')
 
 // The report behind a LockError of an extend (its lock is then lost).
 const kReport = Symbol('redislock-rs.report')
@@ -32,16 +33,6 @@ const defaults = {
   retryDelay: 200,
   retryJitter: 100
 }
-
-/**
- * How long each server has to answer an attempt at a lock of `ttl` ms:
- * a tenth of the TTL, at least 100 ms (redlock 4.2.0 waits as long as its
- * clients do; a lock whose validity is used up is refused either way).
- * Never above the connection's command timeout (the native side caps it).
- */
-const serverTimeout = (ttl) => Math.max(100, Math.floor(ttl / 10))
-/** How long each server has to answer a release. */
-const RELEASE_TIMEOUT_MS = 1000
 
 // Hidden per-instance state: where the operations go, and the script set.
 const kServers = Symbol('redislock-rs.servers')
@@ -129,7 +120,7 @@ Redlock.prototype.extend = function extend (lock, ttl, callback) {
       lock.expiration = extension.expiration
       return lock
     }, function (err) {
-      if (err !== null && typeof err === 'object' && err[kReport] !== undefined) loseLock(lock, lostReason(err[kReport]))
+      if (err !== null && typeof err === 'object' && err[kReport] !== undefined) loseLock(lock, err[kReport])
       throw err
     })
     .nodeify(callback)
@@ -154,22 +145,15 @@ Redlock.prototype._lock = function _lock (resource, value, ttl, options, callbac
   if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 1) {
     return Promise.reject(new LockError(`Invalid ttl ${util.inspect(ttl)} for the resource "${resource}": expected a positive integer number of milliseconds`, 0)).nodeify(callback)
   }
-  const slots = crossSlot(this, keys)
+  const slots = crossSlot(this[kServers].cluster, keys)
   if (slots !== null) {
     return Promise.reject(new LockError(`Cannot lock the resources "${resource}" together on Redis Cluster: they hash to different slots (${slots}); give them one hash tag, such as {order:42}:a and {order:42}:b`, 0)).nodeify(callback)
   }
   const op = value === null ? LockOp.Acquire : LockOp.Extend
   if (value === null) value = this._random()
-  // redlock 4.2.0 waits retryDelay ± retryJitter between attempts, never less than 0.
-  const delay = Math.max(0, Math.floor(retryDelay) || 0)
-  const jitter = Math.abs(Math.floor(this.retryJitter) || 0)
-  const base = Math.max(0, delay - jitter)
   const args = nums({
     time: ttl,
-    retries: retryCount === -1 ? -1 : Math.max(0, Math.floor(retryCount) || 0),
-    delay: base,
-    jitterMs: delay + jitter - base,
-    driftFactor: Number.isFinite(this.driftFactor) ? this.driftFactor : defaults.driftFactor,
+    ...retryFields(retryCount, retryDelay, this.retryJitter, this.driftFactor, defaults.driftFactor),
     serverTimeoutMs: serverTimeout(ttl)
   })
   const ctx = { redlock: this, resource, value, retryCount }
@@ -209,14 +193,6 @@ function invalidResource (resource) {
   return `Invalid resource ${util.inspect(resource, { breakLength: Infinity, depth: 1 })}: expected a non-empty string (or number), or a non-empty array of them`
 }
 
-/** On Redis Cluster, the slots of `keys` when they are not all one ("5 for a, 9 for b"); else null. */
-function crossSlot (redlock, keys) {
-  if (!redlock[kServers].cluster || keys.length < 2) return null
-  const slots = keys.map(keySlot)
-  if (slots.every((s) => s === slots[0])) return null
-  return keys.map((k, i) => `${slots[i]} for ${k}`).join(', ')
-}
-
 /**
  * Tells `clientError` listeners what each server that failed said (a
  * report of an operation that went well everywhere lists no servers).
@@ -248,7 +224,7 @@ function settleUnlock (redlock, ctx, outcome, err, resolve, reject, report) {
   if (outcome === YES) return resolve()
   clientErrors(redlock, report)
   if (!report.granted) {
-    loseLock(ctx.lock, lostReason(report))
+    loseLock(ctx.lock, report)
     return reject(new LockError('Unable to fully release the lock on resource "' + ctx.lock.resource + '".'))
   }
   resolve()

@@ -14,9 +14,10 @@
 const crypto = require('crypto')
 const { EventEmitter } = require('events')
 const { start } = require('../native/bridge')
-const { redlockScripts, redlockScriptSet, keySlot } = require('../native/loader')
+const { redlockScripts, redlockScriptSet } = require('../native/loader')
 const { LockOp, Flag: { Keep: F_KEEP, Votes: F_VOTES }, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
+const { retryFields, serverTimeout, RELEASE_TIMEOUT_MS, crossSlot } = require('./attempts')
 const { randomHex16 } = require('../common/random')
 const keeper = require('../common/keeper')
 const { lockLost } = require('../common/errors')
@@ -78,22 +79,13 @@ class Lock {
    * on a majority), never by a clean release.
    */
   get signal () {
-    return holds.signalOf(holdOf(this))
+    return holds.signalOf(holds.holdOf(this))
   }
 }
 
-// The lost-lock state, kept off the lock's own enumerable properties.
-const kHold = Symbol('redislock-rs.hold')
-
-function holdOf (lock) {
-  if (lock[kHold] === undefined) Object.defineProperty(lock, kHold, { value: holds.newHold() })
-  return lock[kHold]
-}
-
+/** Marks `lock` lost as `report` (not granted) says, once, and aborts its signal. */
 function loseLock (lock, report) {
-  const refused = report.servers.filter((s) => s.outcome === 'not-ours').length
-  const reason = refused > report.servers.length - report.quorum ? 'expired' : 'renewal-failed'
-  holds.lose(holdOf(lock), reason, lock.resources.join(','))
+  holds.lose(holds.holdOf(lock), holds.lostReason(report), lock.resources.join(','))
 }
 
 // Hidden per-instance state: the servers (in the order of `clients`), the
@@ -264,20 +256,14 @@ class Redlock extends EventEmitter {
   /** One native operation (`extra`: more of its numbers, by slot name); resolves with its report. */
   _run (op, resources, value, duration, s, extra) {
     const keys = keysOf(this, resources)
-    const slots = crossSlot(this, keys)
+    const slots = crossSlot(this[kServers].cluster, keys)
     if (slots !== null) {
       return Promise.reject(new TypeError(`Cannot lock the resources ${JSON.stringify(resources)} together on Redis Cluster: they hash to different slots (${slots}); give them one hash tag, such as {order:42}:a and {order:42}:b`))
     }
-    const delay = Math.max(0, Math.floor(s.retryDelay) || 0)
-    const jitter = Math.abs(Math.floor(s.retryJitter) || 0)
-    const base = Math.max(0, delay - jitter)
     const args = nums({
       time: duration,
-      retries: s.retryCount === -1 ? -1 : Math.max(0, Math.floor(s.retryCount) || 0),
-      delay: base,
-      jitterMs: delay + jitter - base,
-      driftFactor: Number.isFinite(s.driftFactor) ? s.driftFactor : defaultSettings.driftFactor,
-      serverTimeoutMs: op === LockOp.Release ? 1000 : Math.max(100, Math.floor(duration / 10)),
+      ...retryFields(s.retryCount, s.retryDelay, s.retryJitter, s.driftFactor, defaultSettings.driftFactor),
+      serverTimeoutMs: op === LockOp.Release ? RELEASE_TIMEOUT_MS : serverTimeout(duration),
       ...extra,
       flags: F_VOTES | (extra === undefined ? 0 : extra.flags)
     })
@@ -346,14 +332,6 @@ function keysOf (redlock, resources) {
   }
   const prefix = redlock[kServers].prefix
   return resources.map((r) => prefix + r)
-}
-
-/** On Redis Cluster, the slots of `keys` when they are not all one; else null. */
-function crossSlot (redlock, keys) {
-  if (!redlock[kServers].cluster || keys.length < 2) return null
-  const slots = keys.map(keySlot)
-  if (slots.every((s) => s === slots[0])) return null
-  return keys.map((k, i) => `${slots[i]} for ${k}`).join(', ')
 }
 
 module.exports = { Redlock, Lock, ExecutionError, ResourceLockedError }

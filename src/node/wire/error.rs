@@ -19,6 +19,8 @@ pub(crate) fn to_napi(err: CoreError) -> Thrown {
 ///
 /// # Safety
 /// `env` is a live environment and this runs on its thread.
+// SAFETY: `unsafe` for its caller's contract above; the body only passes
+// `env` to napi-rs's error conversion, which has the same contract.
 pub(crate) unsafe fn js_error(env: sys::napi_env, err: &CoreError) -> sys::napi_value {
     // SAFETY: the caller's contract.
     unsafe { JsError::from(to_napi(err.clone())).into_value(env) }
