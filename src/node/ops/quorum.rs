@@ -67,6 +67,16 @@ pub(crate) fn server_timeout(
     Ok(Duration::from_millis(ms).min(cap))
 }
 
+/// The most random time added to a pause between attempts (`retryJitter`).
+pub(crate) fn jitter(ms: f64) -> Result<Duration> {
+    if !(ms.is_finite() && ms >= 0.0) {
+        return Err(Error::InvalidArgument(format!(
+            "Invalid retryJitter {ms}: expected a non-negative number of milliseconds"
+        )));
+    }
+    Ok(Duration::from_millis(ms.min(3_600_000.0) as u64))
+}
+
 /// A number in 0..1 for the retry jitter.
 pub(crate) fn random() -> f64 {
     (uuid::Uuid::new_v4().as_u128() >> 75) as f64 / (1u64 << 53) as f64
@@ -137,18 +147,12 @@ where
                 num(Slot::Retries),
                 num(Slot::Delay),
             )?;
-            let jitter = num(Slot::JitterMs);
-            if !(jitter.is_finite() && jitter >= 0.0) {
-                return Err(Error::InvalidArgument(format!(
-                    "Invalid retryJitter {jitter}: expected a non-negative number of milliseconds"
-                )));
-            }
             let opts = QuorumOptions {
                 ttl_ms: base.ttl_ms,
                 retries: base.retries,
                 delay: base.delay,
                 server_timeout: server_timeout(num(Slot::ServerTimeoutMs), base.ttl_ms, &targets)?,
-                jitter: Duration::from_millis(jitter.min(3_600_000.0) as u64),
+                jitter: jitter(num(Slot::JitterMs))?,
             };
             let flags = bits(num(Slot::Flags))?;
             let keep = Flag::Keep.in_bits(flags);

@@ -15,23 +15,13 @@ use crate::locks::token::AcquireOptions;
 use crate::node::cancels::acquire_slot;
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
-use crate::node::ops::quorum::{encode, random, server_timeout};
+use crate::node::ops::quorum::{encode, jitter, random, server_timeout};
 use crate::node::runtime::rt;
 use crate::node::scripts::scripts;
 use crate::node::targets::targets;
 use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::{QuorumGrant, Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
-
-/// The most random time added to a pause.
-fn jitter(ms: f64) -> Result<Duration> {
-    if !(ms.is_finite() && ms >= 0.0) {
-        return Err(Error::InvalidArgument(format!(
-            "Invalid retryJitter {ms}: expected a non-negative number of milliseconds"
-        )));
-    }
-    Ok(Duration::from_millis(ms.min(3_600_000.0) as u64))
-}
 
 /// A redlock operation on `endpoints` with script set `script_set`: the
 /// resources `keys` (as Redis names them) and the lock's `value`. The
