@@ -32,6 +32,12 @@ export interface Settings {
   readonly automaticExtensionThreshold?: number
   /** @sesamecare-oss/redlock: lock on this database of every server (default: each client's own). */
   readonly db?: number
+  /**
+   * Beyond node-redlock 5: a release announces itself on each resource's
+   * channel and a waiting acquire() tries again at once (false). Not with a
+   * releaseScript transform.
+   */
+  readonly wakeOnRelease?: boolean
 }
 
 export interface Scripts {

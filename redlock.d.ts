@@ -44,6 +44,12 @@ declare namespace Redlock {
     retryDelay?: number
     /** ± ms of randomness per pause (100). */
     retryJitter?: number
+    /**
+     * Beyond redlock 4.2.0: a release announces itself on each resource's
+     * channel and a waiting lock() tries again at once (false). Not with an
+     * unlockScript transform.
+     */
+    wakeOnRelease?: boolean
     lockScript? (origLockScript: string): string
     unlockScript? (origUnlockScript: string): string
     extendScript? (origExtendScript: string): string

@@ -386,3 +386,22 @@ test('the node-redlock face on the cluster: several resources in one slot are ta
   assert.ok(err.message.includes(`${sa} for rl:a, ${sb} for rl:b`), err.message)
   assert.equal(await check.exists('rl:a'), 0)
 })
+
+test('wakeOnRelease on the node-redlock face on the cluster: the release script\'s PUBLISH wakes a waiter on another connection at once', async () => {
+  const Redlock = require('../redlock')
+  // Other endpoints (seeds reversed): the word comes through the cluster, not in-process.
+  const holder = new Redlock([{ cluster: [...cluster.seeds].reverse() }], { retryCount: 0, wakeOnRelease: true })
+  const waiter = new Redlock([{ cluster: cluster.seeds }], { retryCount: 3, retryDelay: 10000, retryJitter: 0, wakeOnRelease: true })
+  const keys = ['{rl:wake}:a', '{rl:wake}:b']
+  const lock = await holder.lock(keys, 20000)
+  const t0 = Date.now()
+  const waiting = waiter.lock(keys, 20000)
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  await lock.unlock()
+  const got = await waiting
+  const took = Date.now() - t0
+  assert.ok(took < 5000, `woken by the release, not the 10 s retryDelay: ${took} ms`)
+  assert.deepEqual(await check.mget(...keys), [got.value, got.value])
+  await got.unlock()
+  assert.equal(await check.exists(keys[0]), 0)
+})

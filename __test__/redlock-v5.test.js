@@ -358,3 +358,41 @@ test('lock.signal, beyond node-redlock 5: aborted with a LockLostError when an e
     assert.equal(lock.signal.reason.reason, 'expired')
   }
 })
+
+test('wakeOnRelease, beyond node-redlock 5: a release wakes a waiter on its resources at once, from the constructor or per call', async () => {
+  const keys = [fresh('wake'), fresh('wake')]
+  const channel = (k) => `{${k}}:redislock-rs:released`
+  // The holder on other endpoints (another commandTimeout): the word comes through Redis.
+  const holder = new Ours(servers.map((s) => ({ host: '127.0.0.1', port: s.port, commandTimeout: 700 })), { retryCount: 0 })
+  const waiter = new Ours(servers.map((s) => client(s.port)), { wakeOnRelease: true, retryCount: 3, retryDelay: 10000, retryJitter: 0 })
+  assert.equal(waiter.settings.wakeOnRelease, true)
+  // Per-call settings: the lock remembers them, so its release announces.
+  const held = await holder.acquire([keys[1]], 20000, { wakeOnRelease: true })
+  const t0 = Date.now()
+  const waiting = waiter.acquire(keys, 20000)
+  const checks = servers.map((s) => admin(s.port))
+  try {
+    let subscribed = []
+    for (let i = 0; i < 100; i++) {
+      await sleep(20)
+      subscribed = await Promise.all(checks.map(async (x) => (await x.pubsub('NUMSUB', channel(keys[1])))[1]))
+      if (subscribed.every((n) => n === 1)) break
+    }
+    assert.deepEqual(subscribed, [1, 1, 1])
+    await held.release()
+    const lock = await waiting
+    const took = Date.now() - t0
+    assert.ok(took < 5000, `woken by the release, not the 10 s retryDelay: ${took} ms`)
+    assert.equal(lock.attempts.length, 3, 'the first, the one after subscribing, the wake-up\'s')
+    for (const k of keys) assert.equal(await check.get(k), lock.value)
+    await lock.release()
+    for (const k of keys) assert.equal(await check.get(k), null)
+    // A releaseScript transform cannot be honoured with it: refused.
+    assert.throws(() => new Ours([client(servers[0].port)], { wakeOnRelease: true }, { releaseScript: (s) => s }), { name: 'TypeError', message: /releaseScript/ })
+    const transformed = new Ours([client(servers[0].port)], {}, { releaseScript: (s) => s })
+    await assert.rejects(transformed.acquire([fresh('wake')], 1000, { wakeOnRelease: true }), { name: 'TypeError', message: /releaseScript/ })
+    assert.throws(() => new Ours([client(servers[0].port)], { wakeOnRelease: 1 }), TypeError)
+  } finally {
+    await Promise.all(checks.map((x) => x.quit()))
+  }
+})

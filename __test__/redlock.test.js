@@ -408,3 +408,44 @@ test('lock.signal, beyond redlock 4.2.0: aborted with a LockLostError when an ex
     assert.equal(lock.signal.reason.reason, 'expired')
   }
 })
+
+test('wakeOnRelease, beyond redlock 4.2.0: a waiter on several resources wakes when a release announces one of them, on every server, not after its retryDelay', async () => {
+  const [a, b, c] = [fresh('wake'), fresh('wake'), fresh('wake')]
+  const channel = (k) => `{${k}}:redislock-rs:released`
+  // The holder on other endpoints (another commandTimeout): its release
+  // does not wake the waiter in-process; the word comes through Redis.
+  const holder = new Ours(servers.map((s) => ({ host: '127.0.0.1', port: s.port, commandTimeout: 700 })), { wakeOnRelease: true, retryCount: 0 })
+  const waiter = new Ours(servers.map((s) => client(s.port)), { wakeOnRelease: true, retryCount: 3, retryDelay: 10000, retryJitter: 0 })
+  const held = await holder.lock([b], 20000)
+  const t0 = Date.now()
+  const waiting = waiter.lock([a, b, c], 20000)
+  const checks = servers.map((s) => admin(s.port))
+  try {
+    let subscribed = []
+    for (let i = 0; i < 100; i++) {
+      await sleep(20)
+      subscribed = await Promise.all(checks.map(async (x) => (await x.pubsub('NUMSUB', channel(a), channel(b), channel(c))).filter((_, j) => j % 2 === 1)))
+      if (subscribed.every((n) => n.every((v) => v === 1))) break
+    }
+    assert.deepEqual(subscribed, Array(3).fill([1, 1, 1]), 'each resource\'s channel, on every server')
+    // The release announces on b's channel: the same keys, redlock's values.
+    await held.unlock()
+    const lock = await waiting
+    const took = Date.now() - t0
+    assert.ok(took < 5000, `woken by the release, not the 10 s retryDelay: ${took} ms`)
+    assert.equal(lock.attempts, 3, 'the first, the one after subscribing, the wake-up\'s')
+    for (const k of [a, b, c]) assert.equal(await check.get(k), lock.value)
+    // The release of the waiter's lock is announced too, and a redlock
+    // 4.2.0 holder (theirs never announces) is still found free by polling.
+    const theirs = new Theirs([client(servers[0].port)], { retryCount: 0 })
+    await lock.unlock()
+    for (const k of [a, b, c]) assert.equal(await check.get(k), null)
+    const again = await theirs.lock(a, 1000)
+    await again.unlock()
+    // An unlockScript transform cannot be honoured with it: refused.
+    assert.throws(() => new Ours([client(servers[0].port)], { wakeOnRelease: true, unlockScript: (s) => s }), { name: 'TypeError', message: /unlockScript/ })
+    assert.throws(() => new Ours([client(servers[0].port)], { wakeOnRelease: 'yes' }), TypeError)
+  } finally {
+    await Promise.all(checks.map((x) => x.quit()))
+  }
+})

@@ -5,7 +5,7 @@
 import Redlock, { ExecutionError, ResourceLockedError, Lock, type ExecutionStats, type Settings } from 'redislock-rs/redlock/v5'
 import { Redlock as Named } from 'redislock-rs/redlock/v5'
 
-const settings: Settings = { driftFactor: 0.01, retryCount: 10, retryDelay: 200, retryJitter: 200, automaticExtensionThreshold: 500, db: 0 }
+const settings: Settings = { driftFactor: 0.01, retryCount: 10, retryDelay: 200, retryJitter: 200, automaticExtensionThreshold: 500, db: 0, wakeOnRelease: true }
 const redlock = new Redlock(['redis://127.0.0.1:6379'], settings, { acquireScript: (s) => s })
 const named: Named = redlock
 redlock.on('error', (error: Error) => {

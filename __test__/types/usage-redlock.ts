@@ -12,12 +12,15 @@ const redlock = new Redlock(['redis://127.0.0.1:6379', { host: '127.0.0.1', port
   lockScript: (s) => s
 })
 
+const waking = new Redlock(['redis://127.0.0.1:6379'], { wakeOnRelease: true, retryCount: -1 })
+
 redlock.on('clientError', (err) => console.error('a redis error has occurred:', err))
 
 async function use (): Promise<void> {
   const lock: Redlock.Lock = await redlock.lock('locks:account:322456', 1000)
   await lock.extend(1000)
   await lock.unlock()
+  await (await waking.lock('locks:account:322456', 1000)).unlock()
   const several = await redlock.acquire(['a', 'b'], 1000)
   const again: Redlock.Lock = await redlock.extend(several, 2000)
   await redlock.release(again)

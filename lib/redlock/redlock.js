@@ -16,7 +16,7 @@ const EventEmitter = require('events')
 const Promise = require('bluebird')
 const { start } = require('../native/bridge')
 const { redlockScripts, redlockScriptSet } = require('../native/loader')
-const { LockOp, Outcome: { Yes: YES }, nums } = require('../native/wire')
+const { LockOp, Flag: { Wake: F_WAKE }, Outcome: { Yes: YES }, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
 const { randomHex16 } = require('../common/random')
 const { Lock, LockError, loseLock } = require('./lock')
@@ -37,6 +37,7 @@ const defaults = {
 // Hidden per-instance state: where the operations go, and the script set.
 const kServers = Symbol('redislock-rs.servers')
 const kScriptSet = Symbol('redislock-rs.scriptSet')
+const kWake = Symbol('redislock-rs.wake')
 
 function Redlock (clients, options) {
   options = options || {}
@@ -47,6 +48,14 @@ function Redlock (clients, options) {
   this.lockScript = typeof options.lockScript === 'function' ? options.lockScript(SCRIPTS.lock) : SCRIPTS.lock
   this.unlockScript = typeof options.unlockScript === 'function' ? options.unlockScript(SCRIPTS.unlock) : SCRIPTS.unlock
   this.extendScript = typeof options.extendScript === 'function' ? options.extendScript(SCRIPTS.extend) : SCRIPTS.extend
+  // Beyond redlock 4.2.0: a release wakes the waiters at once (with a
+  // release script of its own, so not with an unlockScript transform).
+  if (options.wakeOnRelease !== undefined && typeof options.wakeOnRelease !== 'boolean') {
+    throw new TypeError(`Redlock option wakeOnRelease must be a boolean; got ${typeof options.wakeOnRelease}`)
+  }
+  if (options.wakeOnRelease === true && typeof options.unlockScript === 'function') {
+    throw new TypeError('Redlock option wakeOnRelease announces releases with an unlock script of its own; it cannot be combined with an unlockScript transform')
+  }
   this.servers = clients
   if (this.servers.length === 0) throw new Error('Redlock must be instantiated with at least one redis server.')
   for (const name of ['lockScript', 'unlockScript', 'extendScript']) {
@@ -61,6 +70,7 @@ function Redlock (clients, options) {
   }
   Object.defineProperty(this, kServers, { value: serversFor(Array.from(clients), 'new Redlock(clients)') })
   Object.defineProperty(this, kScriptSet, { value: redlockScriptSet(this.lockScript, this.unlockScript, this.extendScript) })
+  Object.defineProperty(this, kWake, { value: options.wakeOnRelease === true ? F_WAKE : 0 })
 }
 
 util.inherits(Redlock, EventEmitter)
@@ -106,7 +116,7 @@ Redlock.prototype.unlock = function unlock (lock, callback) {
   const ctx = { redlock: this, lock, resource }
   const keys = keysOf(this, resource)
   if (keys === null) return Promise.reject(new LockError(invalidResource(resource))).nodeify(callback)
-  return start(settleUnlock, self, ctx, submit(this, LockOp.Release, keys, String(lock.value), nums({ serverTimeoutMs: RELEASE_TIMEOUT_MS }))).nodeify(callback)
+  return start(settleUnlock, self, ctx, submit(this, LockOp.Release, keys, String(lock.value), nums({ serverTimeoutMs: RELEASE_TIMEOUT_MS, flags: this[kWake] }))).nodeify(callback)
 }
 
 /** Extends a lock that has not expired to `ttl` ms; resolves with the same lock. */
@@ -154,7 +164,8 @@ Redlock.prototype._lock = function _lock (resource, value, ttl, options, callbac
   const args = nums({
     time: ttl,
     ...retryFields(retryCount, retryDelay, this.retryJitter, this.driftFactor, defaults.driftFactor),
-    serverTimeoutMs: serverTimeout(ttl)
+    serverTimeoutMs: serverTimeout(ttl),
+    flags: op === LockOp.Acquire ? this[kWake] : 0
   })
   const ctx = { redlock: this, resource, value, retryCount }
   return start(settleLock, this, ctx, submit(this, op, keys, String(value), args)).nodeify(callback)

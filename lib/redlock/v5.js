@@ -15,7 +15,7 @@ const crypto = require('crypto')
 const { EventEmitter } = require('events')
 const { start } = require('../native/bridge')
 const { redlockScripts, redlockScriptSet } = require('../native/loader')
-const { LockOp, Flag: { Keep: F_KEEP, Votes: F_VOTES }, nums } = require('../native/wire')
+const { LockOp, Flag: { Keep: F_KEEP, Votes: F_VOTES, Wake: F_WAKE }, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
 const { retryFields, serverTimeout, RELEASE_TIMEOUT_MS, crossSlot } = require('./attempts')
 const { randomHex16 } = require('../common/random')
@@ -93,6 +93,9 @@ function loseLock (lock, report) {
 const kServers = Symbol('redislock-rs.servers')
 const kClients = Symbol('redislock-rs.clients')
 const kScriptSet = Symbol('redislock-rs.scriptSet')
+const kOwnRelease = Symbol('redislock-rs.ownRelease')
+
+const WAKE_WITH_SCRIPT = 'Redlock setting wakeOnRelease announces releases with a release script of its own; it cannot be combined with a releaseScript transform'
 
 class Redlock extends EventEmitter {
   constructor (clients, settings = {}, scripts = {}) {
@@ -115,7 +118,14 @@ class Redlock extends EventEmitter {
       if (!Number.isSafeInteger(db) || db < 0) throw new TypeError(`Redlock setting db must be a non-negative integer; got ${String(db)}`)
       this.settings.db = db
     }
+    // Beyond node-redlock 5: a release wakes the waiters at once.
+    if (settings.wakeOnRelease !== undefined) {
+      if (typeof settings.wakeOnRelease !== 'boolean') throw new TypeError(`Redlock setting wakeOnRelease must be a boolean; got ${typeof settings.wakeOnRelease}`)
+      this.settings.wakeOnRelease = settings.wakeOnRelease
+    }
     scripts = scripts || {}
+    if (typeof scripts.releaseScript === 'function' && this.settings.wakeOnRelease) throw new TypeError(WAKE_WITH_SCRIPT)
+    Object.defineProperty(this, kOwnRelease, { value: typeof scripts.releaseScript !== 'function' })
     const script = (name, fallback) => {
       const s = typeof scripts[name] === 'function' ? scripts[name](fallback) : fallback
       if (typeof s !== 'string' || s === '') {
@@ -169,7 +179,10 @@ class Redlock extends EventEmitter {
   /** Deletes the lock wherever it still carries its value; retries until a majority confirms. */
   async release (lock, settings) {
     lock.expiration = 0
-    const report = await this._run(LockOp.Release, lock.resources, lock.value, 0, this._settings(settings))
+    // A lock taken with wakeOnRelease in its own settings announces too.
+    const own = lock.settings !== null && typeof lock.settings === 'object' && lock.settings.wakeOnRelease === true
+    const s = own ? { ...this._settings(settings), wakeOnRelease: true } : this._settings(settings)
+    const report = await this._run(LockOp.Release, lock.resources, lock.value, 0, s)
     const attempts = this._attempts(report, lock.resources, LockOp.Release)
     if (!report.granted) {
       if (lock instanceof Lock) loseLock(lock, report)
@@ -239,7 +252,7 @@ class Redlock extends EventEmitter {
       lock.expiration = 0
       // One release attempt, the keeper stopped first; a lock not released
       // expires by its TTL.
-      const released = this._run(LockOp.Release, resources, value, 0, { ...this.settings, retryCount: 0 }, { flags: F_KEEP, hold })
+      const released = this._run(LockOp.Release, resources, value, 0, { ...this.settings, retryCount: 0, wakeOnRelease: settings.wakeOnRelease }, { flags: F_KEEP, hold })
       if (failed) {
         await released.catch(() => {})
       } else {
@@ -256,6 +269,12 @@ class Redlock extends EventEmitter {
   /** One native operation (`extra`: more of its numbers, by slot name); resolves with its report. */
   _run (op, resources, value, duration, s, extra) {
     const keys = keysOf(this, resources)
+    let wake = 0
+    if (s.wakeOnRelease !== undefined && s.wakeOnRelease !== false) {
+      if (s.wakeOnRelease !== true) return Promise.reject(new TypeError(`Redlock setting wakeOnRelease must be a boolean; got ${typeof s.wakeOnRelease}`))
+      if (!this[kOwnRelease]) return Promise.reject(new TypeError(WAKE_WITH_SCRIPT))
+      if (op !== LockOp.Extend) wake = F_WAKE
+    }
     const slots = crossSlot(this[kServers].cluster, keys)
     if (slots !== null) {
       return Promise.reject(new TypeError(`Cannot lock the resources ${JSON.stringify(resources)} together on Redis Cluster: they hash to different slots (${slots}); give them one hash tag, such as {order:42}:a and {order:42}:b`))
@@ -265,7 +284,7 @@ class Redlock extends EventEmitter {
       ...retryFields(s.retryCount, s.retryDelay, s.retryJitter, s.driftFactor, defaultSettings.driftFactor),
       serverTimeoutMs: op === LockOp.Release ? RELEASE_TIMEOUT_MS : serverTimeout(duration),
       ...extra,
-      flags: F_VOTES | (extra === undefined ? 0 : extra.flags)
+      flags: F_VOTES | wake | (extra === undefined ? 0 : extra.flags)
     })
     const servers = this[kServers]
     const set = this[kScriptSet]

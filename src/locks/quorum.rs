@@ -142,8 +142,8 @@ pub fn validity_ms(ttl_ms: u64, elapsed: Duration) -> i64 {
     ttl.saturating_sub(elapsed).saturating_sub(drift_ms(ttl_ms))
 }
 
-/// Runs `op` on every server (`connect(i)` gives server `i`'s connection),
-/// all at once, each bounded by `within`.
+/// Runs `op(i, connection)` on every server `i` (`connect(i)` gives its
+/// connection), all at once, each bounded by `within`.
 pub(crate) async fn on_all<C, F, Fut, Op, OpFut>(
     n: usize,
     connect: &F,
@@ -155,7 +155,7 @@ where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
-    Op: Fn(C) -> OpFut,
+    Op: Fn(usize, C) -> OpFut,
     OpFut: Future<Output = Result<bool>>,
 {
     let one = |i: usize| {
@@ -166,7 +166,7 @@ where
                     Ok(c) => c,
                     Err(e) => return Outcome::Unreachable(e.message().to_string()),
                 };
-                match op(conn).await {
+                match op(i, conn).await {
                     Ok(true) => Outcome::Done,
                     Ok(false) => Outcome::NotOurs,
                     Err(Error::Timeout(_)) => Outcome::Timeout,
@@ -196,7 +196,7 @@ pub async fn acquire<C, F, Fut>(
     token: &str,
     opts: &QuorumOptions,
     random: &(dyn Fn() -> f64 + Sync),
-    wake: Option<(&[Arc<Wakeups>], &str)>,
+    wake: Option<(&[Arc<Wakeups>], &[&str])>,
     cancel: Option<&Cancel>,
 ) -> Result<Report>
 where
@@ -282,7 +282,7 @@ where
         connect,
         timer,
         opts.server_timeout,
-        |mut c: C| async move { token::try_acquire(&mut c, key, token, opts.ttl_ms).await },
+        |_, mut c: C| async move { token::try_acquire(&mut c, key, token, opts.ttl_ms).await },
     )
     .await
     .into_iter()
@@ -403,9 +403,13 @@ where
 {
     check(n, key, ms)?;
     let started = Instant::now();
-    let outcomes = on_all(n, connect, timer, server_timeout, |mut c: C| async move {
-        token::extend(&mut c, key, token, ms).await
-    })
+    let outcomes = on_all(
+        n,
+        connect,
+        timer,
+        server_timeout,
+        |_, mut c: C| async move { token::extend(&mut c, key, token, ms).await },
+    )
     .await;
     let validity = validity_ms(ms, started.elapsed());
     let got = outcomes.iter().filter(|o| o.ok()).count();
@@ -465,12 +469,18 @@ where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
-    on_all(n, connect, timer, server_timeout, |mut c: C| async move {
-        match announce {
-            Some(channel) => token::release_announced(&mut c, key, token, channel, false).await,
-            None => token::release(&mut c, key, token).await,
-        }
-    })
+    on_all(
+        n,
+        connect,
+        timer,
+        server_timeout,
+        |_, mut c: C| async move {
+            match announce {
+                Some(channel) => token::release_announced(&mut c, key, token, channel, false).await,
+                None => token::release(&mut c, key, token).await,
+            }
+        },
+    )
     .await
 }
 

@@ -14,6 +14,7 @@
 //! back what it took, everywhere, before the next.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionLike;
@@ -25,6 +26,7 @@ use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::Wakeups;
 
 /// redlock 4.2.0's lock script: 0 if any key exists, else sets them all
 /// (`PX ttl`) and answers how many.
@@ -46,6 +48,17 @@ pub const V5_UNLOCK_SCRIPT: &str = "\n  local count = 0\n  for i, key in ipairs(
 
 /// node-redlock 5's extend script, byte for byte.
 pub const V5_EXTEND_SCRIPT: &str = "\n  -- Return 0 if an entry exists with a *different* lock value.\n  for i, key in ipairs(KEYS) do\n    if redis.call(\"get\", key) ~= ARGV[1] then\n      return 0\n    end\n  end\n\n  -- Update the entry for each provided key.\n  for i, key in ipairs(KEYS) do\n    redis.call(\"set\", key, ARGV[1], \"PX\", ARGV[2])\n  end\n\n  -- Return the number of entries updated.\n  return #KEYS\n";
+
+/// `wakeOnRelease` (ours, not redlock's): the unlock rule above (delete
+/// each key that carries the value ARGV[1], answer how many) that also
+/// announces each delete with command ARGV[2] (`PUBLISH`, or `SPUBLISH` on
+/// a Redis Cluster 7+) on that key's release channel ARGV[2 + i], in the
+/// same round trip. Only a face's own unlock script may be replaced by it
+/// (a transformed one is refused with this setting).
+pub const ANNOUNCED_UNLOCK: &str = "local count = 0\nfor i, key in ipairs(KEYS) do\n  if redis.call('get', key) == ARGV[1] then\n    redis.pcall('del', key)\n    redis.call(ARGV[2], ARGV[2 + i], '1')\n    count = count + 1\n  end\nend\nreturn count";
+
+static ANNOUNCED_UNLOCK_SCRIPT: std::sync::LazyLock<Lua> =
+    std::sync::LazyLock::new(|| Lua::new(ANNOUNCED_UNLOCK));
 
 /// The three scripts a redlock lock runs.
 pub struct Scripts {
@@ -128,22 +141,25 @@ pub fn validity_ms(ttl_ms: u64, elapsed: Duration, factor: f64) -> i64 {
         .saturating_sub(drift_ms(ttl_ms, factor))
 }
 
-/// Runs `script` with the resources as KEYS and `value` (and the TTL) as
-/// ARGV: `true` when it answers the number of keys.
+/// Runs `script` with the resources as KEYS and `value`, then `tail`
+/// (the TTL, or the release channels), as ARGV: `true` when it answers the
+/// number of keys.
 async fn run<C: ConnectionLike>(
     conn: &mut C,
     script: &Lua,
     res: Resources<'_>,
-    ttl_ms: Option<u64>,
+    tail: &[&str],
 ) -> Result<bool> {
-    let ttl = ttl_ms.map(|t| t.to_string());
-    let bytes = res.keys.iter().map(String::len).sum::<usize>() + res.value.len() + 24;
+    let bytes = res.keys.iter().map(String::len).sum::<usize>()
+        + tail.iter().map(|t| t.len()).sum::<usize>()
+        + res.value.len()
+        + 16;
     let reply: redis::Value = script
-        .eval(conn, (3 + res.keys.len(), bytes), |cmd| {
-            cmd.arg(res.keys.len()).arg(res.keys).arg(res.value);
-            if let Some(t) = &ttl {
-                cmd.arg(t);
-            }
+        .eval(conn, (2 + res.keys.len() + tail.len(), bytes), |cmd| {
+            cmd.arg(res.keys.len())
+                .arg(res.keys)
+                .arg(res.value)
+                .arg(tail);
         })
         .await?;
     let n = res.keys.len();
@@ -175,6 +191,9 @@ struct Round<'a, F> {
     res: Resources<'a>,
     opts: &'a RedlockOptions,
     take: Take,
+    /// A release's announcement (`wakeOnRelease`), per server: the publish
+    /// command, then each key's channel.
+    announce: Option<&'a [Vec<&'a str>]>,
     /// Each attempt's outcomes so far.
     rounds: Vec<Vec<Outcome>>,
 }
@@ -208,15 +227,22 @@ where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
-    let (script, took, refused) = match r.take {
-        Take::Lock => (&r.scripts.lock, Outcome::Acquired, Outcome::Held),
-        Take::Extend | Take::Renew => (&r.scripts.extend, Outcome::Done, Outcome::NotOurs),
-        Take::Unlock => (&r.scripts.unlock, Outcome::Done, Outcome::NotOurs),
+    let (script, took, refused) = match (r.take, r.announce) {
+        (Take::Lock, _) => (&r.scripts.lock, Outcome::Acquired, Outcome::Held),
+        (Take::Extend | Take::Renew, _) => (&r.scripts.extend, Outcome::Done, Outcome::NotOurs),
+        (Take::Unlock, None) => (&r.scripts.unlock, Outcome::Done, Outcome::NotOurs),
+        (Take::Unlock, Some(_)) => (&*ANNOUNCED_UNLOCK_SCRIPT, Outcome::Done, Outcome::NotOurs),
     };
     let (res, ttl) = (r.res, r.opts.ttl_ms);
-    let with_ttl = match r.take {
-        Take::Unlock => None,
-        _ => Some(ttl),
+    let ttl_text = ttl.to_string();
+    let ttl_arg = [ttl_text.as_str()];
+    let (take, announce) = (r.take, r.announce);
+    let tail = |i: usize| -> &[&str] {
+        match (take, announce) {
+            (Take::Unlock, None) => &[],
+            (Take::Unlock, Some(per)) => per.get(i).map_or(&[], Vec::as_slice),
+            _ => &ttl_arg,
+        }
     };
     let started = Instant::now();
     let outcomes = on_all(
@@ -224,7 +250,7 @@ where
         r.connect,
         r.timer,
         r.opts.server_timeout,
-        |mut c: C| async move { run(&mut c, script, res, with_ttl).await },
+        |i, mut c: C| async move { run(&mut c, script, res, tail(i)).await },
     )
     .await
     .into_iter()
@@ -274,8 +300,9 @@ where
 
 /// Takes every resource on a majority of the `n` servers (`connect(i)`
 /// gives server `i`'s connection) with the lock script, retrying as
-/// `opts` says; `random` gives a number in 0..1 for the jitter and
-/// `cancel` ends the wait.
+/// `opts` says; `random` gives a number in 0..1 for the jitter, `wake`
+/// (`wakeOnRelease`) each server's wake-up source and the resources'
+/// release channels, and `cancel` ends the wait.
 #[allow(clippy::too_many_arguments)]
 pub async fn acquire<C, F, Fut>(
     n: usize,
@@ -285,6 +312,7 @@ pub async fn acquire<C, F, Fut>(
     res: Resources<'_>,
     opts: &RedlockOptions,
     random: &(dyn Fn() -> f64 + Sync),
+    wake: Option<(&[Arc<Wakeups>], &[&str])>,
     cancel: Option<&Cancel>,
 ) -> Result<Report>
 where
@@ -300,8 +328,9 @@ where
         res,
         opts,
         random,
-        cancel,
+        Waiting { wake, cancel },
         Take::Lock,
+        None,
     )
     .await
 }
@@ -332,6 +361,7 @@ where
         res,
         opts,
         take: Take::Renew,
+        announce: None,
         rounds: Vec::new(),
     };
     Ok(attempt(&round).await)
@@ -362,10 +392,19 @@ where
         res,
         opts,
         random,
-        None,
+        Waiting::default(),
         Take::Extend,
+        None,
     )
     .await
+}
+
+/// How an operation's pauses may end early (an acquire's), and a release's
+/// channels to announce on.
+#[derive(Clone, Copy, Default)]
+struct Waiting<'a> {
+    wake: Option<(&'a [Arc<Wakeups>], &'a [&'a str])>,
+    cancel: Option<&'a Cancel>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -377,8 +416,9 @@ async fn rounds<C, F, Fut>(
     res: Resources<'_>,
     opts: &RedlockOptions,
     random: &(dyn Fn() -> f64 + Sync),
-    cancel: Option<&Cancel>,
+    waiting: Waiting<'_>,
     take: Take,
+    announce: Option<&[Vec<&str>]>,
 ) -> Result<Report>
 where
     C: ConnectionLike,
@@ -399,9 +439,18 @@ where
         res,
         opts,
         take,
+        announce,
         rounds: Vec::new(),
     };
-    let waited = retry(&mut round, timer, &schedule, random, None, cancel).await?;
+    let waited = retry(
+        &mut round,
+        timer,
+        &schedule,
+        random,
+        waiting.wake,
+        waiting.cancel,
+    )
+    .await?;
     let (Ok(mut report) | Err(mut report)) = waited.outcome;
     report.attempts = waited.attempts;
     report.rounds = round.rounds;
@@ -412,7 +461,10 @@ where
 /// unlock script; granted when a majority deleted them all (the others
 /// expire by their TTL). Tried again as `opts` says until then (node-redlock
 /// 5 retries a release; redlock 4 does not: no retries); `opts.ttl_ms` is
-/// not used.
+/// not used. With `announce` (`wakeOnRelease`: per server, the publish
+/// command and each key's release channel) each delete is announced, by
+/// [`ANNOUNCED_UNLOCK`] instead of the set's unlock script.
+#[allow(clippy::too_many_arguments)]
 pub async fn release<C, F, Fut>(
     n: usize,
     connect: F,
@@ -421,6 +473,7 @@ pub async fn release<C, F, Fut>(
     res: Resources<'_>,
     opts: &RedlockOptions,
     random: &(dyn Fn() -> f64 + Sync),
+    announce: Option<&[Vec<&str>]>,
 ) -> Result<Report>
 where
     C: ConnectionLike,
@@ -435,8 +488,9 @@ where
         res,
         opts,
         random,
-        None,
+        Waiting::default(),
         Take::Unlock,
+        announce,
     )
     .await
 }
@@ -454,9 +508,13 @@ where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
-    on_all(n, connect, timer, server_timeout, |mut c: C| async move {
-        run(&mut c, &scripts.unlock, res, None).await
-    })
+    on_all(
+        n,
+        connect,
+        timer,
+        server_timeout,
+        |_, mut c: C| async move { run(&mut c, &scripts.unlock, res, &[]).await },
+    )
     .await
 }
 

@@ -288,7 +288,7 @@ pub async fn try_lock<C: ConnectionLike>(
         field,
         lease: &lease,
     };
-    let wake = wakeups.map(|w| (std::slice::from_ref(w), channel));
+    let wake = wakeups.map(|w| (std::slice::from_ref(w), std::slice::from_ref(&channel)));
     let waited = retry(&mut one, timer, &schedule, &|| 0.0, wake, None).await?;
     Ok(waited.outcome.is_ok())
 }

@@ -193,9 +193,12 @@ pub async fn acquire_with<C: ConnectionLike>(
         delay: opts.delay,
         jitter: Duration::ZERO,
     };
-    let wake = grant
-        .wake
-        .map(|(wakeups, channel)| (std::slice::from_ref(wakeups), channel));
+    let wake = grant.wake.as_ref().map(|(wakeups, channel)| {
+        (
+            std::slice::from_ref(*wakeups),
+            std::slice::from_ref(channel),
+        )
+    });
     let mut one = OneServer {
         conn,
         key,

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use redis::aio::ConnectionLike;
+
 use crate::error::Result;
 use crate::node::runtime::rt;
 use crate::node::targets::Target;
@@ -26,5 +28,37 @@ pub(crate) fn wakeups(target: &Target, source: impl Into<Source>) -> Result<Arc<
 pub(crate) fn poke(target: &Target, source: impl Into<Source>, channel: &str) {
     if let Some(w) = target.wakeups[source.into().index()].get() {
         w.poke(channel);
+    }
+}
+
+/// How `wakeOnRelease` announcements travel on `target`: sharded pub/sub
+/// on a Redis Cluster that has it (7.0+, asked once with `COMMAND INFO`),
+/// else classic pub/sub (on a cluster, a `PUBLISH` reaches every node).
+pub(crate) async fn wake_source<C: ConnectionLike>(target: &Target, conn: &mut C) -> Source {
+    if target.endpoint.cluster.is_empty() {
+        return Source::PubSub;
+    }
+    let sharded = match target.sharded.get() {
+        Some(known) => *known,
+        None => {
+            let reply: redis::RedisResult<redis::Value> = redis::cmd("COMMAND")
+                .arg("INFO")
+                .arg("SPUBLISH")
+                .query_async(conn)
+                .await;
+            match reply {
+                Ok(redis::Value::Array(items)) => {
+                    let has = items.first().is_some_and(|v| *v != redis::Value::Nil);
+                    *target.sharded.get_or_init(|| has)
+                }
+                // Not known this time: classic, and ask again next time.
+                _ => false,
+            }
+        }
+    };
+    if sharded {
+        Source::Sharded
+    } else {
+        Source::PubSub
     }
 }

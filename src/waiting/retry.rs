@@ -83,13 +83,14 @@ pub(crate) struct Waited<W, L> {
 
 /// Runs `a` until it wins, the schedule is spent or `cancel` fires.
 /// `random` gives a number in 0..1 for the jitter; `wake` is each server's
-/// wake-up source and the release channel.
+/// wake-up source and the release channels (a release on any of them ends
+/// a pause).
 pub(crate) async fn retry<A: Attempt>(
     a: &mut A,
     timer: &dyn Timer,
     schedule: &Schedule,
     random: &(dyn Fn() -> f64 + Sync),
-    wake: Option<(&[Arc<Wakeups>], &str)>,
+    wake: Option<(&[Arc<Wakeups>], &[&str])>,
     cancel: Option<&Cancel>,
 ) -> Result<Waited<A::Won, A::Lost>> {
     let cancelled = || cancel.is_some_and(Cancel::is_cancelled);
@@ -113,10 +114,10 @@ pub(crate) async fn retry<A: Attempt>(
             // A deadline is checked where a pause would start.
             other => other,
         };
-        if let (None, Some((sources, channel))) = (&sub, wake) {
+        if let (None, Some((sources, channels))) = (&sub, wake) {
             let subscribed = match A::WAKEUPS_REQUIRED {
-                true => Some(AnyRelease::subscribe_every(sources, channel).await?),
-                false => AnyRelease::subscribe(sources, channel).await,
+                true => Some(AnyRelease::subscribe_every(sources, channels).await?),
+                false => AnyRelease::subscribe(sources, channels).await,
             };
             if let Some(mut s) = subscribed {
                 // Subscribed now: a release since the failed attempt is
@@ -384,7 +385,7 @@ mod tests {
     async fn run<const R: bool>(
         a: &mut Fake<'_, R>,
         schedule: Schedule,
-        wake: Option<(&[Arc<Wakeups>], &str)>,
+        wake: Option<(&[Arc<Wakeups>], &[&str])>,
         cancel: Option<&Cancel>,
     ) -> Result<Waited<u64, Lost>> {
         let clock = a.clock;
@@ -535,7 +536,7 @@ mod tests {
         let clock = Clock::new();
         let mut a = fake::<false>(&clock, None);
         let schedule = spaced(Retries::Count(2), ms(100), ms(0));
-        let w = run(&mut a, schedule, Some((&wake, "ch")), None)
+        let w = run(&mut a, schedule, Some((&wake, &["ch"])), None)
             .await
             .unwrap();
         // 1, the subscribed one (not a retry), then the two retries.
@@ -558,7 +559,7 @@ mod tests {
             }
         });
         let schedule = spaced(Retries::Count(1), ms(100), ms(0));
-        let w = run(&mut a, schedule, Some((&wake, "ch")), None)
+        let w = run(&mut a, schedule, Some((&wake, &["ch"])), None)
             .await
             .unwrap();
         assert_eq!((w.outcome, w.attempts), (lost(4), 4));
@@ -579,7 +580,7 @@ mod tests {
             }
         });
         let schedule = spaced(Retries::Forever, Duration::MAX, ms(0));
-        let w = run(&mut a, schedule, Some((&wake, "ch")), None)
+        let w = run(&mut a, schedule, Some((&wake, &["ch"])), None)
             .await
             .unwrap();
         assert_eq!((w.outcome.ok(), w.attempts), (Some(4), 4));
@@ -603,7 +604,7 @@ mod tests {
     async fn a_cancel_ends_a_pause_at_once() {
         for subscribed in [false, true] {
             let wake = [Wakeups::offline("ch")];
-            let wake = subscribed.then_some((&wake[..], "ch"));
+            let wake = subscribed.then_some((&wake[..], &["ch"][..]));
             let cancel = Arc::new(Cancel::default());
             // Every sleep hangs: only the cancel can end the pause.
             let clock = Clock::hanging_from(0);
@@ -643,7 +644,7 @@ mod tests {
 
         let clock = Clock::new();
         let mut a = fake::<false>(&clock, None);
-        let w = run(&mut a, schedule, Some((&wake, "ch")), None)
+        let w = run(&mut a, schedule, Some((&wake, &["ch"])), None)
             .await
             .unwrap();
         assert_eq!((w.outcome, w.attempts), (lost(2), 2));
@@ -651,7 +652,7 @@ mod tests {
 
         let clock = Clock::new();
         let mut a = fake::<true>(&clock, None);
-        let w = run(&mut a, schedule, Some((&wake, "ch")), None).await;
+        let w = run(&mut a, schedule, Some((&wake, &["ch"])), None).await;
         assert!(w.is_err(), "the subscriber's error ends the wait");
         assert_eq!(a.n, 1);
         assert!(clock.slept().is_empty());

@@ -572,30 +572,40 @@ impl Subscription {
     }
 }
 
-/// Subscriptions to one channel on several servers (a Redlock waiter's):
-/// a release announced on any of them ends [`wait`](Self::wait).
+/// Subscriptions to a lock's release channels (one, or one per resource
+/// of a node-redlock lock) on several servers (a Redlock waiter's): a
+/// release announced on any of them ends [`wait`](Self::wait).
 pub struct AnyRelease {
     subs: Vec<Subscription>,
 }
 
 impl AnyRelease {
-    /// Subscribes to `channel` on every source that answers; `None` when
-    /// none did (the waiter then polls).
-    pub async fn subscribe(sources: &[Arc<Wakeups>], channel: &str) -> Option<AnyRelease> {
-        let tries = futures_util::future::join_all(sources.iter().map(|w| w.subscribe(channel)));
+    /// Subscribes to every one of `channels` on every source that answers;
+    /// `None` when none did (the waiter then polls).
+    pub async fn subscribe(sources: &[Arc<Wakeups>], channels: &[&str]) -> Option<AnyRelease> {
+        let each = sources
+            .iter()
+            .flat_map(|w| channels.iter().map(move |c| w.subscribe(c)));
+        let tries = futures_util::future::join_all(each);
         let subs: Vec<Subscription> = tries.await.into_iter().filter_map(|s| s.ok()).collect();
         (!subs.is_empty()).then_some(AnyRelease { subs })
     }
 
-    /// Subscribes to `channel` on every source, or fails with the first
-    /// error (a waiter that must not poll: node-redisson's `tryLock`).
-    pub async fn subscribe_every(sources: &[Arc<Wakeups>], channel: &str) -> Result<AnyRelease> {
-        if sources.is_empty() {
+    /// Subscribes to every one of `channels` on every source, or fails with
+    /// the first error (a waiter that must not poll: node-redisson's
+    /// `tryLock`).
+    pub async fn subscribe_every(
+        sources: &[Arc<Wakeups>],
+        channels: &[&str],
+    ) -> Result<AnyRelease> {
+        if sources.is_empty() || channels.is_empty() {
             return Err(Error::Internal("no wake-up source to subscribe on".into()));
         }
-        let mut subs = Vec::with_capacity(sources.len());
+        let mut subs = Vec::with_capacity(sources.len() * channels.len());
         for w in sources {
-            subs.push(w.subscribe(channel).await?);
+            for c in channels {
+                subs.push(w.subscribe(c).await?);
+            }
         }
         Ok(AnyRelease { subs })
     }

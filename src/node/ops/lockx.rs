@@ -24,7 +24,7 @@ use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
 use crate::node::runtime::rt;
 use crate::node::targets::{target, Target};
-use crate::node::wake::{poke, wakeups};
+use crate::node::wake::{poke, wake_source, wakeups};
 use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::{Inspected, Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
@@ -261,38 +261,6 @@ async fn run<C: ConnectionLike>(
                 fencing: fencing.map(BigInt::from),
             })))
         }
-    }
-}
-
-/// How `wakeOnRelease` announcements travel on `target`: sharded pub/sub
-/// on a Redis Cluster that has it (7.0+, asked once with `COMMAND INFO`),
-/// else classic pub/sub (on a cluster, a `PUBLISH` reaches every node).
-async fn wake_source<C: ConnectionLike>(target: &Target, conn: &mut C) -> Source {
-    if target.endpoint.cluster.is_empty() {
-        return Source::PubSub;
-    }
-    let sharded = match target.sharded.get() {
-        Some(known) => *known,
-        None => {
-            let reply: redis::RedisResult<redis::Value> = redis::cmd("COMMAND")
-                .arg("INFO")
-                .arg("SPUBLISH")
-                .query_async(conn)
-                .await;
-            match reply {
-                Ok(redis::Value::Array(items)) => {
-                    let has = items.first().is_some_and(|v| *v != redis::Value::Nil);
-                    *target.sharded.get_or_init(|| has)
-                }
-                // Not known this time: classic, and ask again next time.
-                _ => false,
-            }
-        }
-    };
-    if sharded {
-        Source::Sharded
-    } else {
-        Source::PubSub
     }
 }
 

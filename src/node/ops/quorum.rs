@@ -27,7 +27,7 @@ use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::Source;
 
 /// The release channel of `key` (as for one server: ops/lockx.rs).
-fn channel(key: &str) -> Result<String> {
+pub(crate) fn channel(key: &str) -> Result<String> {
     companion(key, RELEASED_SUFFIX, "release channel")
 }
 
@@ -168,7 +168,8 @@ where
                 }
                 false => (Vec::new(), None),
             };
-            let wake = channel.as_deref().map(|c| (&sources[..], c));
+            let channels: Vec<&str> = channel.as_deref().into_iter().collect();
+            let wake = channel.is_some().then_some((&sources[..], &channels[..]));
             let watch = match keep {
                 true => Some(watch(
                     bits(num(Slot::Env))?,

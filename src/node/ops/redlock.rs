@@ -15,13 +15,16 @@ use crate::locks::token::AcquireOptions;
 use crate::node::cancels::acquire_slot;
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
-use crate::node::ops::quorum::{encode, jitter, random, server_timeout};
+use crate::node::ops::quorum::{channel, encode, jitter, random, server_timeout};
 use crate::node::runtime::rt;
 use crate::node::scripts::scripts;
-use crate::node::targets::targets;
+use crate::node::targets::{targets, Target};
+use crate::node::wake::{poke, wake_source, wakeups};
 use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::{QuorumGrant, Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
+use crate::waiting::retry::Retries;
+use crate::waiting::wakeups::Source;
 
 /// A redlock operation on `endpoints` with script set `script_set`: the
 /// resources `keys` (as Redis names them) and the lock's `value`. The
@@ -30,7 +33,9 @@ use crate::node::wire::nums::{Nums, Slot};
 /// more per pause), `DriftFactor`, `ServerTimeoutMs` (0: the default),
 /// `Env` and `Cancel` (an acquire's abort), `Flags` (KEEP: the lease
 /// keeper renews it until released, bounded by `Hold`, `MaxLagMs` and
-/// `MaxHoldMs` as for lockx); a release's `Time` (the lock's
+/// `MaxHoldMs` as for lockx; VOTES: the full report even when all went
+/// well; WAKE: `wakeOnRelease`, waits listen on the resources' release
+/// channels and a release announces on them); a release's `Time` (the lock's
 /// TTL, for the default server timeout), `ServerTimeoutMs` and its
 /// `Retries`, `Delay` and `JitterMs` (node-redlock 5 retries releases). An
 /// acquire's cancel slot is registered now, before it starts.
@@ -60,6 +65,29 @@ pub(crate) fn redlock<E: Engine>(
         // With KEEP the lease keeper renews the lock until it is released;
         // the keeper knows it by its first key and value on the first server.
         let keep = Flag::Keep.in_bits(flags);
+        // With WAKE (`wakeOnRelease`) a release announces itself on each
+        // resource's channel (as the redislock face's, so either face's
+        // waiters wake), and a waiting acquire listens on them all.
+        let channels = match Flag::Wake.in_bits(flags) {
+            true => keys
+                .iter()
+                .map(|k| channel(k))
+                .collect::<Result<Vec<_>>>()?,
+            false => Vec::new(),
+        };
+        let channels: Vec<&str> = channels.iter().map(String::as_str).collect();
+        let wake = !channels.is_empty();
+        // How each server carries them: sharded pub/sub on a Redis Cluster
+        // 7+, else classic (only asked when needed).
+        let needed = match op {
+            LockOp::Release => true,
+            LockOp::Acquire => nums.get(Slot::Retries) != 0.0,
+            _ => false,
+        };
+        let sources = match wake && needed {
+            true => sources::<E>(&targets, &routes).await,
+            false => Vec::new(),
+        };
         let held = || -> Result<Held> {
             let (first, key) = targets.first().zip(keys.first()).ok_or_else(|| {
                 Error::InvalidArgument("a redlock needs a server and a resource".into())
@@ -97,8 +125,19 @@ pub(crate) fn redlock<E: Engine>(
                 match op {
                     LockOp::Acquire => {
                         let stop = cancel.as_ref().map(|c| c.cancel());
+                        // Waiters only: one attempt never waits.
+                        let subscribers = match wake && !matches!(opts.retries, Retries::Count(0)) {
+                            true => targets
+                                .iter()
+                                .zip(&sources)
+                                .map(|(t, s)| wakeups(t, *s))
+                                .collect::<Result<Vec<_>>>()?,
+                            false => Vec::new(),
+                        };
+                        let listen =
+                            (!subscribers.is_empty()).then_some((&subscribers[..], &channels[..]));
                         let r = redlock::acquire(
-                            n, connect, timer, &scripts, res, &opts, &random, stop,
+                            n, connect, timer, &scripts, res, &opts, &random, listen, stop,
                         )
                         .await?;
                         if keep && r.granted {
@@ -158,10 +197,33 @@ pub(crate) fn redlock<E: Engine>(
                     server_timeout: server_timeout(nums.get(Slot::ServerTimeoutMs), ttl, &targets)?,
                     drift_factor: 0.0,
                 };
-                let r = redlock::release(n, connect, timer, &scripts, res, &opts, &random).await;
+                let announce: Vec<Vec<&str>> = sources
+                    .iter()
+                    .map(|s| {
+                        let publish = match s {
+                            Source::Sharded => "SPUBLISH",
+                            _ => "PUBLISH",
+                        };
+                        std::iter::once(publish)
+                            .chain(channels.iter().copied())
+                            .collect()
+                    })
+                    .collect();
+                let announce = wake.then_some(&announce[..]);
+                let r =
+                    redlock::release(n, connect, timer, &scripts, res, &opts, &random, announce)
+                        .await;
                 // Released, not ours, or unknown: no renewal either way.
                 if let Some(p) = paused {
                     p.stop();
+                }
+                if wake && r.as_ref().is_ok_and(|r| r.granted) {
+                    // Waiters of this process need not wait for Redis's word.
+                    for (t, s) in targets.iter().zip(&sources) {
+                        for c in &channels {
+                            poke(t, *s, c);
+                        }
+                    }
                 }
                 (r?, Step::Release)
             }
@@ -192,4 +254,22 @@ pub(crate) fn redlock<E: Engine>(
             }
         })
     }
+}
+
+/// How each of `targets` carries `wakeOnRelease` announcements (see
+/// `wake_source`); a cluster that cannot be asked now is taken as classic
+/// pub/sub, which reaches every node.
+async fn sources<E: Engine>(targets: &[Arc<Target>], routes: &[E::Route]) -> Vec<Source> {
+    let mut out = Vec::with_capacity(targets.len());
+    for (t, r) in targets.iter().zip(routes) {
+        let source = match t.endpoint.cluster.is_empty() {
+            true => Source::PubSub,
+            false => match E::connect(r).await {
+                Ok(mut conn) => wake_source(t, &mut conn).await,
+                Err(_) => Source::PubSub,
+            },
+        };
+        out.push(source);
+    }
+    out
 }
