@@ -34,6 +34,11 @@ export declare class Completer {
    * r" (`nums` by `Slot`).
    */
   redlock(endpoints: Array<number>, id: number, op: LockOp, scripts: number, keys: Array<string>, value: string, nums: Array<number>): void
+  /**
+   * r" A redis-semaphore face operation: the mutex or semaphore at `key`
+   * r" for holder `identifier` (`nums` by `Slot`).
+   */
+  semaphore(endpoint: number, id: number, op: LockOp, key: string, identifier: string, nums: Array<number>): void
   /** r" A Redisson face operation (`nums` by `Slot`). */
   redisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Array<number>): void
 }
@@ -230,6 +235,12 @@ export declare function loopRedlock(endpoints: Array<number>, id: number, op: Lo
 export declare function loopRelease(endpoint: number, id: number, key: string, token: string): void
 
 /**
+ * r" A redis-semaphore face operation: the mutex or semaphore at `key`
+ * r" for holder `identifier` (`nums` by `Slot`).
+ */
+export declare function loopSemaphore(endpoint: number, id: number, op: LockOp, key: string, identifier: string, nums: Array<number>): void
+
+/**
  * How an operation ended; the binding exports the table for
  * lib/native/wire.js.
  */
@@ -341,8 +352,14 @@ export declare const enum Slot {
   WaitMs = 13,
   /** node-redlock: its `driftFactor` (a fraction of the TTL). */
   DriftFactor = 14,
+  /** redis-semaphore: a semaphore's `limit` (0: a mutex). */
+  Limit = 15,
+  /** redis-semaphore: a multi-semaphore's `permits` (0: one place). */
+  Permits = 16,
+  /** redis-semaphore: `acquireAttemptsLimit` (-1: no limit). */
+  Attempts = 17,
   /** How many slots there are (not a slot). */
-  Count = 15,
+  Count = 18,
 }
 
 /**

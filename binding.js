@@ -855,6 +855,7 @@ module.exports.loopQuorum = nativeBinding.loopQuorum
 module.exports.loopRedisson = nativeBinding.loopRedisson
 module.exports.loopRedlock = nativeBinding.loopRedlock
 module.exports.loopRelease = nativeBinding.loopRelease
+module.exports.loopSemaphore = nativeBinding.loopSemaphore
 module.exports.Outcome = nativeBinding.Outcome
 module.exports.RedissonOp = nativeBinding.RedissonOp
 module.exports.redlockScripts = nativeBinding.redlockScripts

@@ -40,6 +40,7 @@ use crate::error::{Error, Result};
 use crate::locks::quorum::{self, Outcome, Renewal};
 use crate::locks::redlock::{self, RedlockOptions, Resources, Scripts};
 use crate::locks::reentrant::{self, Unlocked};
+use crate::locks::semaphore;
 use crate::locks::token::RENEW_OR_WHY_SCRIPT;
 use crate::transport::connection::SharedConnection;
 use crate::waiting::retry::Retries;
@@ -86,6 +87,8 @@ pub enum Kind {
     Redisson,
     /// A redislock key; the owner is the token it holds.
     Token,
+    /// A redis-semaphore lock of this kind; the owner is its identifier.
+    Semaphore(semaphore::Kind),
 }
 
 /// A lock on one server: (server, lock key, owner, kind).
@@ -370,6 +373,17 @@ async fn renew<C: ConnectionLike>(
                 .query_async(conn)
                 .await?;
             Ok(Some(if exists { Lost::Taken } else { Lost::Expired }))
+        }
+        Kind::Semaphore(kind) => {
+            let holder = semaphore::Holder {
+                key: &held.name,
+                identifier: &held.owner,
+                ttl_ms: lease_ms,
+            };
+            Ok(match semaphore::refresh(conn, kind, holder).await? {
+                true => None,
+                false => Some(Lost::Expired),
+            })
         }
         Kind::Token => {
             let size = (3, held.name.len() + held.owner.len() + 24);

@@ -2,7 +2,8 @@
 //! (redislock's `SET NX` lock, with fencing and announced releases),
 //! `reentrant` (Redisson's hash lock), `quorum` (Redlock over several
 //! servers), `redlock` (node-redlock's several resources over several
-//! servers, its scripts); beside them `replicas` (`WAIT` for replica acknowledgement),
+//! servers, its scripts), `semaphore` (redis-semaphore's mutexes and
+//! counting semaphores, its scripts); beside them `replicas` (`WAIT` for replica acknowledgement),
 //! `keys` (helper keys in the lock key's hash slot) and `resend` (what a
 //! command sent again after a broken connection may conclude).
 
@@ -12,4 +13,5 @@ pub mod redlock;
 pub mod reentrant;
 pub mod replicas;
 pub(crate) mod resend;
+pub mod semaphore;
 pub mod token;

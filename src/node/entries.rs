@@ -12,7 +12,7 @@ use napi_derive::napi;
 #[cfg(unix)]
 use crate::node::engine::jsloop::{Loop, LoopEngine};
 use crate::node::engine::tokio::{Completer, Tokio};
-use crate::node::ops::{lockx, quorum, redisson, redlock, token};
+use crate::node::ops::{lockx, quorum, redisson, redlock, semaphore, token};
 use crate::node::wire::codes::{LockOp, RedissonOp};
 
 /// `name / loop_name (where: type; args…) => module::operation;` emits both
@@ -62,6 +62,9 @@ entries! {
     /// A node-redlock operation: script set `scripts`, resources `keys`
     /// (`nums` by `Slot`).
     redlock / loop_redlock (endpoints: Vec<u32>; op: LockOp, scripts: u32, keys: Vec<String>, value: String, nums: Vec<f64>) => redlock::redlock;
+    /// A redis-semaphore face operation: the mutex or semaphore at `key`
+    /// for holder `identifier` (`nums` by `Slot`).
+    semaphore / loop_semaphore (endpoint: u32; op: LockOp, key: String, identifier: String, nums: Vec<f64>) => semaphore::semaphore;
     /// A Redisson face operation (`nums` by `Slot`).
     redisson / loop_redisson (endpoint: u32; op: RedissonOp, name: String, channel: String, field: String, aux: String, adapter: String, nums: Vec<f64>) => redisson::redisson;
 }

@@ -40,6 +40,20 @@ pub enum Retries {
     /// starts at or after it; the attempt that ends a pause at the
     /// deadline is the last.
     Until(Instant),
+    /// Both bounds: at most this many more attempts, and none after the
+    /// instant (redis-semaphore's `acquireAttemptsLimit` with its
+    /// `acquireTimeout`).
+    Bounded(u64, Instant),
+}
+
+impl Retries {
+    /// The deadline, if this schedule has one.
+    fn deadline(self) -> Option<Instant> {
+        match self {
+            Retries::Until(d) | Retries::Bounded(_, d) => Some(d),
+            _ => None,
+        }
+    }
 }
 
 /// One kind of attempt at a lock.
@@ -108,9 +122,10 @@ pub(crate) async fn retry<A: Attempt>(
             Err(lost) => lost,
         };
         left = match left {
-            Retries::Count(0) => return Ok(lost_after(lost, attempts)),
+            Retries::Count(0) | Retries::Bounded(0, _) => return Ok(lost_after(lost, attempts)),
             _ if cancelled() => return Ok(lost_after(lost, attempts)),
             Retries::Count(k) => Retries::Count(k - 1),
+            Retries::Bounded(k, d) => Retries::Bounded(k - 1, d),
             // A deadline is checked where a pause would start.
             other => other,
         };
@@ -140,13 +155,13 @@ pub(crate) async fn retry<A: Attempt>(
         let mut until = timer
             .now()
             .checked_add(schedule.delay.saturating_add(jitter));
-        if let Retries::Until(deadline) = left {
+        if let Some(deadline) = left.deadline() {
             until = Some(until.map_or(deadline, |u| u.min(deadline)));
         }
         let mut ends = hinted::<A>(timer, until, &lost);
         loop {
             let now = timer.now();
-            if matches!(left, Retries::Until(d) if now >= d) {
+            if left.deadline().is_some_and(|d| now >= d) {
                 return Ok(lost_after(lost, attempts));
             }
             let rest = ends.map(|e| e.saturating_duration_since(now));
@@ -394,6 +409,26 @@ mod tests {
 
     fn lost(n: u64) -> std::result::Result<u64, Lost> {
         Err(Lost { n, hint: None })
+    }
+
+    #[tokio::test]
+    async fn bounded_stops_at_whichever_bound_comes_first() {
+        // The count first: 2 more attempts, well within the deadline.
+        let clock = Clock::new();
+        let mut a = fake::<false>(&clock, None);
+        let deadline = clock.now() + ms(10_000);
+        let schedule = spaced(Retries::Bounded(2, deadline), ms(100), ms(0));
+        let w = run(&mut a, schedule, None, None).await.unwrap();
+        assert_eq!((w.outcome, w.attempts), (lost(3), 3));
+        assert_eq!(clock.slept(), vec![ms(100); 2]);
+        // The deadline first: 250 ms allow pauses of 100, 100, 50.
+        let clock = Clock::new();
+        let mut a = fake::<false>(&clock, None);
+        let deadline = clock.now() + ms(250);
+        let schedule = spaced(Retries::Bounded(100, deadline), ms(100), ms(0));
+        let w = run(&mut a, schedule, None, None).await.unwrap();
+        assert_eq!((w.outcome, w.attempts), (lost(4), 4));
+        assert_eq!(clock.slept(), vec![ms(100), ms(100), ms(50)]);
     }
 
     #[tokio::test]

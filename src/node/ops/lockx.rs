@@ -275,8 +275,8 @@ pub(crate) fn remaining(target: &Target, key: &str, token: &str) -> f64 {
     keeper::remaining(&held).map_or(-1.0, |d| d.as_millis() as f64)
 }
 
-/// Stops keeping `key` for `token`, sending nothing.
+/// Stops keeping `key` for `token` (a token lock, or a redis-semaphore
+/// lock whose identifier it is), sending nothing.
 pub(crate) fn drop_kept(target: &Target, key: &str, token: &str) {
-    let held = Held::new(&target.shared, key, token, Kind::Token);
-    keeper::stop_where(|h| *h == held);
+    keeper::stop_where(|h| h.same_lock(&target.shared, key) && h.owner == token);
 }

@@ -7,4 +7,5 @@ pub(crate) mod lockx;
 pub(crate) mod quorum;
 pub(crate) mod redisson;
 pub(crate) mod redlock;
+pub(crate) mod semaphore;
 pub(crate) mod token;

@@ -43,8 +43,14 @@ pub enum Slot {
     WaitMs = 13,
     /// node-redlock: its `driftFactor` (a fraction of the TTL).
     DriftFactor = 14,
+    /// redis-semaphore: a semaphore's `limit` (0: a mutex).
+    Limit = 15,
+    /// redis-semaphore: a multi-semaphore's `permits` (0: one place).
+    Permits = 16,
+    /// redis-semaphore: `acquireAttemptsLimit` (-1: no limit).
+    Attempts = 17,
     /// How many slots there are (not a slot).
-    Count = 15,
+    Count = 18,
 }
 
 /// An operation's numbers, as JavaScript sent them.

@@ -1,0 +1,74 @@
+'use strict'
+
+/**
+ * The redis-semaphore face (redislock-rs/semaphore): redis-semaphore
+ * 5.8's mutexes and semaphores on one server, on its keys, values and
+ * scripts (see lock.js and src/locks/semaphore.rs). What it exports; see
+ * ../../semaphore.js.
+ */
+
+const { targetFor } = require('../common/targets')
+const { Lock, defaultTimeoutOptions, kTarget } = require('./lock')
+const { LostLockError, TimeoutError } = require('./errors')
+
+function targetOf (client, what) {
+  if (!client) throw new Error('"client" is required')
+  return targetFor(client, what)
+}
+
+function checkKey (key) {
+  if (!key) throw new Error('"key" is required')
+  if (typeof key !== 'string') throw new Error('"key" must be a string')
+}
+
+function checkCount (value, name) {
+  if (!value) throw new Error(`"${name}" is required`)
+  if (typeof value !== 'number') throw new Error(`"${name}" must be a number`)
+  // Beyond theirs: a count that can never be granted is refused now.
+  if (!Number.isSafeInteger(value) || value < 1 || value > 0xffffffff) {
+    throw new Error(`"${name}" must be a positive integer; got ${value}`)
+  }
+}
+
+/** One holder at a time: the string `mutex:<key>` holding the identifier. */
+class RedisMutex extends Lock {
+  constructor (client, key, options) {
+    super(options)
+    this._kind = 'mutex'
+    const target = targetOf(client, 'new Mutex(client)')
+    checkKey(key)
+    this._client = client
+    this._key = `mutex:${key}`
+    this[kTarget] = target
+  }
+}
+
+/** Up to `limit` holders: the sorted set `semaphore:<key>` of identifiers. */
+class RedisSemaphore extends RedisMutex {
+  constructor (client, key, limit, options) {
+    super(client, key, options)
+    this._kind = 'semaphore'
+    checkCount(limit, 'limit')
+    this._key = `semaphore:${key}`
+    this._limit = limit
+  }
+}
+
+/** `permits` of the `limit` places at once, as `<identifier>_<i>` members. */
+class RedisMultiSemaphore extends RedisSemaphore {
+  constructor (client, key, limit, permits, options) {
+    super(client, key, limit, options)
+    this._kind = 'multi-semaphore'
+    checkCount(permits, 'permits')
+    this._permits = permits
+  }
+}
+
+module.exports = {
+  defaultTimeoutOptions,
+  Mutex: RedisMutex,
+  Semaphore: RedisSemaphore,
+  MultiSemaphore: RedisMultiSemaphore,
+  LostLockError,
+  TimeoutError
+}

@@ -1,0 +1,229 @@
+'use strict'
+
+/**
+ * redis-semaphore 5.8's `Lock`, the base of its mutexes and semaphores, over
+ * the native core: the same options and defaults, checks and messages,
+ * `acquire`/`tryAcquire`/`release`/`stopRefresh`, `identifier` and
+ * `isAcquired`. Each call is one native operation (src/node/ops/semaphore.rs):
+ * the retries run in Rust, and the refresh is the lease keeper's, off the
+ * event loop (a stalled loop does not lose the lock; a wedged process
+ * does, after max(30 s, 3 × lockTimeout) of stall). A lost lock aborts
+ * `lock.signal` with a LostLockError and calls `onLockLost` as theirs does
+ * (the default throws it, as an unhandled rejection).
+ */
+
+const crypto = require('crypto')
+const { start } = require('../native/bridge')
+const { LockOp, Flag: { Keep: F_KEEP }, Outcome: { Yes: YES }, nums } = require('../native/wire')
+const native = require('../native/loader')
+const keeper = require('../common/keeper')
+const { LostLockError, TimeoutError } = require('./errors')
+
+/** redis-semaphore's defaults; one live object, read at each construction (as theirs). */
+const defaultTimeoutOptions = {
+  lockTimeout: 10000,
+  acquireTimeout: 10000,
+  acquireAttemptsLimit: Number.POSITIVE_INFINITY,
+  retryInterval: 10
+}
+
+function defaultOnLockLost (err) {
+  throw err
+}
+
+// Hidden per-lock state: where its operations go, its hold with the
+// keeper, and its lost-lock signal's controller.
+const kTarget = Symbol('redislock-rs.target')
+const kHold = Symbol('redislock-rs.hold')
+const kController = Symbol('redislock-rs.controller')
+
+function hidden (lock, symbol, value) {
+  Object.defineProperty(lock, symbol, { value, writable: true })
+}
+
+class Lock {
+  constructor ({
+    lockTimeout = defaultTimeoutOptions.lockTimeout,
+    acquireTimeout = defaultTimeoutOptions.acquireTimeout,
+    acquireAttemptsLimit = defaultTimeoutOptions.acquireAttemptsLimit,
+    retryInterval = defaultTimeoutOptions.retryInterval,
+    refreshInterval = Math.round(lockTimeout * 0.8),
+    onLockLost = defaultOnLockLost,
+    externallyAcquiredIdentifier,
+    identifierSuffix,
+    identifier,
+    acquiredExternally
+  } = defaultTimeoutOptions) {
+    if (identifier !== undefined && (!identifier || typeof identifier !== 'string')) {
+      throw new Error('identifier must be not empty random string')
+    }
+    if (acquiredExternally && !identifier) {
+      throw new Error('acquiredExternally=true meanless without custom identifier')
+    }
+    if (externallyAcquiredIdentifier && (identifier || acquiredExternally)) {
+      throw new Error('Invalid usage. Use custom identifier and acquiredExternally: true')
+    }
+    // Beyond theirs: numbers that would make a lock that cannot work are
+    // refused now, with an Error (the class of theirs) saying why.
+    if (!Number.isSafeInteger(lockTimeout) || lockTimeout < 1) {
+      throw new Error(`lockTimeout must be a positive integer number of milliseconds; got ${String(lockTimeout)}`)
+    }
+    ms(acquireTimeout, 'acquireTimeout', 0, true)
+    ms(retryInterval, 'retryInterval', 0, false)
+    ms(refreshInterval, 'refreshInterval', -Infinity, false)
+    if (!(acquireAttemptsLimit === Number.POSITIVE_INFINITY || (Number.isSafeInteger(acquireAttemptsLimit) && acquireAttemptsLimit >= 0))) {
+      throw new Error(`acquireAttemptsLimit must be a non-negative integer or Infinity; got ${String(acquireAttemptsLimit)}`)
+    }
+    if (typeof onLockLost !== 'function') throw new Error(`onLockLost must be a function; got ${typeof onLockLost}`)
+    this._refreshing = false
+    this._acquired = false
+    this._acquiredExternally = !!acquiredExternally || !!externallyAcquiredIdentifier
+    this._identifier = identifier || externallyAcquiredIdentifier || newIdentifier(identifierSuffix)
+    this._acquireOptions = { lockTimeout, acquireTimeout, acquireAttemptsLimit, retryInterval, identifier: this._identifier }
+    this._refreshTimeInterval = refreshInterval
+    this._onLockLost = onLockLost
+    hidden(this, kTarget, null)
+    hidden(this, kHold, 0)
+    hidden(this, kController, null)
+  }
+
+  get identifier () {
+    return this._identifier
+  }
+
+  get isAcquired () {
+    return this._acquired
+  }
+
+  /**
+   * Beyond redis-semaphore: an AbortSignal aborted with the LostLockError
+   * when this lock is found lost (its refresh failed), never by a release.
+   * A new one after each acquire.
+   */
+  get signal () {
+    if (this[kController] === null) this[kController] = new AbortController()
+    return this[kController].signal
+  }
+
+  async acquire (abortSignal) {
+    const acquired = await this.tryAcquire(abortSignal)
+    if (!acquired) throw new TimeoutError(`Acquire ${this._kind} ${this._key} timeout`)
+  }
+
+  async tryAcquire (abortSignal) {
+    const refresh = this._refreshTimeInterval > 0
+    const hold = refresh ? keeper.holdId() : 0
+    const acquired = this._acquiredExternally
+      ? await this._native(LockOp.Extend, hold, null)
+      : await this._acquireWith(hold, abortSignal)
+    if (!acquired) return false
+    this._acquired = true
+    this._acquiredExternally = false
+    this[kController] = null
+    if (refresh) this._watch(hold)
+    return true
+  }
+
+  async release () {
+    const hold = this[kHold]
+    if (hold !== 0) keeper.unwatch(hold)
+    this[kHold] = 0
+    if (this._acquired || this._acquiredExternally) await this._native(LockOp.Release, hold, null)
+    this._acquired = false
+    this._acquiredExternally = false
+  }
+
+  /** Stops refreshing (the lock then expires by its lockTimeout), sending nothing. */
+  stopRefresh () {
+    const hold = this[kHold]
+    if (hold === 0) return
+    keeper.unwatch(hold)
+    this[kHold] = 0
+    const t = this._target()
+    try { native.keeperDrop(t.endpoint, t.prefix + this._key, this._identifier) } catch (_) {}
+  }
+
+  _acquireWith (hold, abortSignal) {
+    const { acquireTimeout, acquireAttemptsLimit } = this._acquireOptions
+    // As theirs: no time or no attempts left is a plain "no", before an abort.
+    if (!(acquireTimeout > 0) || !(acquireAttemptsLimit > 0)) return Promise.resolve(false)
+    if (abortSignal === undefined || abortSignal === null) return this._native(LockOp.Acquire, hold, null)
+    if (abortSignal.aborted) return Promise.reject(abortSignal.reason)
+    const cancel = keeper.cancelId()
+    const onAbort = () => keeper.cancel(cancel)
+    abortSignal.addEventListener('abort', onAbort)
+    return this._native(LockOp.Acquire, hold, cancel).then((got) => {
+      abortSignal.removeEventListener('abort', onAbort)
+      // Granted as the abort came: theirs keeps such a lock too.
+      if (!got && abortSignal.aborted) throw abortSignal.reason
+      return got
+    }, (err) => {
+      abortSignal.removeEventListener('abort', onAbort)
+      throw err
+    })
+  }
+
+  _watch (hold) {
+    this[kHold] = hold
+    const t = this._target()
+    const where = { endpoint: t.endpoint, key: t.prefix + this._key, token: this._identifier }
+    keeper.watch(hold, this, where, () => {
+      if (this[kHold] !== hold) return
+      this[kHold] = 0
+      if (!this._acquired) return
+      this._acquired = false
+      const err = new LostLockError(`Lost ${this._kind} for key ${this._key}`)
+      if (this[kController] === null) this[kController] = new AbortController()
+      this[kController].abort(err)
+      // As theirs: onLockLost runs as a method of the lock, and what it
+      // throws (the default throws `err`) is an unhandled rejection.
+      Promise.resolve().then(() => this._onLockLost(err))
+    })
+  }
+
+  _target () {
+    return this[kTarget]
+  }
+
+  /** One native operation; resolves true for a yes. */
+  _native (op, hold, cancel) {
+    const t = this._target()
+    const o = this._acquireOptions
+    const args = nums({
+      time: o.lockTimeout,
+      limit: this._limit || 0,
+      permits: this._permits || 0,
+      attempts: o.acquireAttemptsLimit === Number.POSITIVE_INFINITY ? -1 : o.acquireAttemptsLimit,
+      waitMs: o.acquireTimeout === Number.POSITIVE_INFINITY ? -1 : Math.ceil(o.acquireTimeout),
+      delay: Math.ceil(o.retryInterval),
+      flags: hold !== 0 ? F_KEEP : 0,
+      hold,
+      env: hold !== 0 || cancel !== null ? keeper.envId() : 0,
+      maxLagMs: hold !== 0 ? Math.max(30000, 3 * o.lockTimeout) : 0,
+      cancel: cancel === null ? 0 : cancel
+    })
+    const key = t.prefix + this._key
+    const identifier = this._identifier
+    return start(settle, this, null, function (id) {
+      t.engine.semaphore(t.endpoint, id, op, key, identifier, args)
+    }, Promise)
+  }
+}
+
+function settle (lock, _, outcome, err, resolve, reject) {
+  if (err) return reject(err)
+  resolve(outcome === YES)
+}
+
+function newIdentifier (suffix) {
+  return suffix ? `${crypto.randomUUID()}-${suffix}` : crypto.randomUUID()
+}
+
+function ms (v, name, min, infinite) {
+  if (infinite && v === Number.POSITIVE_INFINITY) return
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min) {
+    throw new Error(`${name} must be a number of milliseconds${min > -Infinity ? ` ≥ ${min}` : ''}; got ${String(v)}`)
+  }
+}
+
+module.exports = { Lock, defaultTimeoutOptions, kTarget }

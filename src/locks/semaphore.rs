@@ -1,0 +1,309 @@
+//! redis-semaphore 5.8's locks (`require('redislock-rs/semaphore')`), on its
+//! data layout and with its scripts byte for byte, so a redis-semaphore
+//! process and this one count against the same `maxCount` and exclude each
+//! other:
+//! - a mutex: the string `mutex:<key>` holding the identifier (`SET NX
+//!   PX`), refreshed by `PEXPIRE` and deleted while it holds ours;
+//! - a semaphore: the sorted set `semaphore:<key>` of holders scored by
+//!   their last acquire or refresh time (ms since the epoch); entries older
+//!   than the lock timeout are dropped before counting, a holder takes a
+//!   place while fewer than `limit` are held;
+//! - a multi-semaphore: `permits` places in the same set at once, as the
+//!   members `<identifier>_0` … `<identifier>_<permits − 1>`.
+//!
+//! Scores are the caller's clock (`now_ms`), as redis-semaphore's are: its
+//! scripts take `now` as an argument, and a fleet half on redis-semaphore
+//! must agree on one clock, so this one is the machine's, like theirs.
+//!
+//! The acquire retries are the one wait loop's (waiting/retry.rs): every
+//! `retry_interval`, until `acquireAttemptsLimit` attempts were made or
+//! `acquireTimeout` has passed.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use redis::aio::ConnectionLike;
+
+use crate::error::{Error, Result};
+use crate::limits::check_not_empty;
+use crate::locks::token;
+use crate::transport::lua::Lua;
+use crate::waiting::cancel::Cancel;
+use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
+use crate::waiting::timer::Timer;
+
+/// redis-semaphore's mutex refresh (`expireIfEqualLua`), byte for byte.
+pub const MUTEX_REFRESH: &str = "\n  local key = KEYS[1]\n  local identifier = ARGV[1]\n  local lockTimeout = ARGV[2]\n\n  local value = redis.call('get', key)\n\n  if value == identifier then\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  end\n\n  return 0\n  ";
+
+/// redis-semaphore's mutex release (`delIfEqualLua`), byte for byte.
+pub const MUTEX_RELEASE: &str = "\n  local key = KEYS[1]\n  local identifier = ARGV[1]\n\n  if redis.call('get', key) == identifier then\n    return redis.call('del', key)\n  end\n\n  return 0\n  ";
+
+/// redis-semaphore's semaphore acquire, byte for byte.
+pub const SEMAPHORE_ACQUIRE: &str = "\n  local key = KEYS[1]\n  local limit = tonumber(ARGV[1])\n  local identifier = ARGV[2]\n  local lockTimeout = tonumber(ARGV[3])\n  local now = tonumber(ARGV[4])\n  local expiredTimestamp = now - lockTimeout\n\n  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)\n\n  if redis.call('zcard', key) < limit then\n    redis.call('zadd', key, now, identifier)\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  else\n    return 0\n  end";
+
+/// redis-semaphore's semaphore refresh, byte for byte.
+pub const SEMAPHORE_REFRESH: &str = "\n  local key = KEYS[1]\n  local limit = tonumber(ARGV[1])\n  local identifier = ARGV[2]\n  local lockTimeout = tonumber(ARGV[3])\n  local now = tonumber(ARGV[4])\n  local expiredTimestamp = now - lockTimeout\n\n  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)\n\n  if redis.call('zscore', key, identifier) then\n    redis.call('zadd', key, now, identifier)\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  else\n    return 0\n  end";
+
+/// redis-semaphore's multi-semaphore acquire, byte for byte.
+pub const MULTI_ACQUIRE: &str = "\n  local key = KEYS[1]\n  local limit = tonumber(ARGV[1])\n  local permits = tonumber(ARGV[2])\n  local identifier = ARGV[3]\n  local lockTimeout = tonumber(ARGV[4])\n  local now = tonumber(ARGV[5])\n  local expiredTimestamp = now - lockTimeout\n  local args = {}\n\n  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)\n\n  if (redis.call('zcard', key) + permits) <= limit then\n    for i=0, permits - 1 do\n      table.insert(args, now)\n      table.insert(args, identifier .. '_' .. i)\n    end\n    redis.call('zadd', key, unpack(args))\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  else\n    return 0\n  end";
+
+/// redis-semaphore's multi-semaphore refresh, byte for byte.
+pub const MULTI_REFRESH: &str = "\n  local key = KEYS[1]\n  local limit = tonumber(ARGV[1])\n  local permits = tonumber(ARGV[2])\n  local identifier = ARGV[3]\n  local lockTimeout = tonumber(ARGV[4])\n  local now = tonumber(ARGV[5])\n  local expiredTimestamp = now - lockTimeout\n  local args = {}\n\n  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)\n\n  if redis.call('zscore', key, identifier .. '_0') then\n    for i=0, permits - 1 do\n      table.insert(args, now)\n      table.insert(args, identifier .. '_' .. i)\n    end\n    redis.call('zadd', key, unpack(args))\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  else\n    return 0\n  end";
+
+/// redis-semaphore's multi-semaphore release, byte for byte.
+pub const MULTI_RELEASE: &str = "\n  local key = KEYS[1]\n  local permits = tonumber(ARGV[1])\n  local identifier = ARGV[2]\n  local args = {}\n\n  for i=0, permits - 1 do\n    table.insert(args, identifier .. '_' .. i)\n  end\n\n  return redis.call('zrem', key, unpack(args))\n";
+
+struct Scripts {
+    mutex_refresh: Lua,
+    mutex_release: Lua,
+    acquire: Lua,
+    refresh: Lua,
+    multi_acquire: Lua,
+    multi_refresh: Lua,
+    multi_release: Lua,
+}
+
+static SCRIPTS: std::sync::LazyLock<Scripts> = std::sync::LazyLock::new(|| Scripts {
+    mutex_refresh: Lua::new(MUTEX_REFRESH),
+    mutex_release: Lua::new(MUTEX_RELEASE),
+    acquire: Lua::new(SEMAPHORE_ACQUIRE),
+    refresh: Lua::new(SEMAPHORE_REFRESH),
+    multi_acquire: Lua::new(MULTI_ACQUIRE),
+    multi_refresh: Lua::new(MULTI_REFRESH),
+    multi_release: Lua::new(MULTI_RELEASE),
+});
+
+/// Which of redis-semaphore's locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `Mutex`: one holder.
+    Mutex,
+    /// `Semaphore`: up to `limit` holders.
+    Semaphore { limit: u32 },
+    /// `MultiSemaphore`: `permits` of the `limit` places per holder.
+    Multi { limit: u32, permits: u32 },
+}
+
+impl Kind {
+    /// The kind from JavaScript's numbers: `permits` 0 is a semaphore
+    /// (`limit` > 0) or, with `limit` 0 too, a mutex.
+    pub fn new(limit: u32, permits: u32) -> Result<Kind> {
+        Ok(match (limit, permits) {
+            (0, 0) => Kind::Mutex,
+            (0, _) => {
+                return Err(Error::InvalidArgument(
+                    "a multi-semaphore needs a limit".into(),
+                ))
+            }
+            (limit, 0) => Kind::Semaphore { limit },
+            (limit, permits) => Kind::Multi { limit, permits },
+        })
+    }
+}
+
+/// One holder: the lock's Redis key, the holder's identifier and its
+/// lease (`lockTimeout`, ms).
+#[derive(Clone, Copy, Debug)]
+pub struct Holder<'a> {
+    pub key: &'a str,
+    pub identifier: &'a str,
+    pub ttl_ms: u64,
+}
+
+/// The caller's clock, in ms since the epoch (redis-semaphore's
+/// `Date.now()`).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn check(h: Holder<'_>) -> Result<()> {
+    check_not_empty("key", h.key)?;
+    check_not_empty("identifier", h.identifier)
+}
+
+/// A script that answers 1 (done) or 0, or a count.
+async fn int<C: ConnectionLike>(
+    conn: &mut C,
+    script: &Lua,
+    h: Holder<'_>,
+    args: &[u64],
+    then: &[&str],
+) -> Result<i64> {
+    let bytes = h.key.len() + h.identifier.len() + 24 * (args.len() + 1);
+    Ok(script
+        .eval(conn, (3 + args.len() + then.len(), bytes), |cmd| {
+            cmd.arg(1).arg(h.key).arg(args).arg(h.identifier).arg(then);
+        })
+        .await?)
+}
+
+/// One attempt: `true` when `h` now holds its place(s).
+pub async fn try_acquire<C: ConnectionLike>(
+    conn: &mut C,
+    kind: Kind,
+    h: Holder<'_>,
+) -> Result<bool> {
+    check(h)?;
+    let (ttl, now) = (h.ttl_ms.to_string(), now_ms().to_string());
+    let after = [ttl.as_str(), now.as_str()];
+    Ok(match kind {
+        Kind::Mutex => token::try_acquire(conn, h.key, h.identifier, h.ttl_ms).await?,
+        Kind::Semaphore { limit } => {
+            int(conn, &SCRIPTS.acquire, h, &[u64::from(limit)], &after).await? == 1
+        }
+        Kind::Multi { limit, permits } => {
+            let args = [u64::from(limit), u64::from(permits)];
+            int(conn, &SCRIPTS.multi_acquire, h, &args, &after).await? == 1
+        }
+    })
+}
+
+/// Sets `h`'s lease again (`lockTimeout` from now) while it still holds
+/// its place(s): `false` when it no longer does (the lock is lost).
+pub async fn refresh<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
+    check(h)?;
+    let (ttl, now) = (h.ttl_ms.to_string(), now_ms().to_string());
+    let after = [ttl.as_str(), now.as_str()];
+    Ok(match kind {
+        Kind::Mutex => int(conn, &SCRIPTS.mutex_refresh, h, &[], &[ttl.as_str()]).await? == 1,
+        Kind::Semaphore { limit } => {
+            int(conn, &SCRIPTS.refresh, h, &[u64::from(limit)], &after).await? == 1
+        }
+        Kind::Multi { limit, permits } => {
+            let args = [u64::from(limit), u64::from(permits)];
+            int(conn, &SCRIPTS.multi_refresh, h, &args, &after).await? == 1
+        }
+    })
+}
+
+/// Gives `h`'s place(s) back: `false` when it held none.
+pub async fn release<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
+    check(h)?;
+    Ok(match kind {
+        Kind::Mutex => int(conn, &SCRIPTS.mutex_release, h, &[], &[]).await? == 1,
+        Kind::Semaphore { .. } => {
+            let n: i64 = redis::cmd("ZREM")
+                .arg(h.key)
+                .arg(h.identifier)
+                .query_async(conn)
+                .await?;
+            n == 1
+        }
+        Kind::Multi { permits, .. } => {
+            int(conn, &SCRIPTS.multi_release, h, &[u64::from(permits)], &[]).await? > 0
+        }
+    })
+}
+
+/// How an acquire waits: redis-semaphore's `acquireAttemptsLimit` (`None`:
+/// no limit), `acquireTimeout` and `retryInterval`.
+#[derive(Clone, Copy, Debug)]
+pub struct Waiting {
+    pub attempts: Option<u64>,
+    pub timeout: Duration,
+    pub retry_interval: Duration,
+}
+
+/// How an acquire ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Acquired {
+    pub granted: bool,
+    pub attempts: u64,
+}
+
+struct Place<'a, C> {
+    conn: &'a mut C,
+    kind: Kind,
+    holder: Holder<'a>,
+}
+
+impl<C: ConnectionLike> Attempt for Place<'_, C> {
+    type Won = ();
+    type Lost = ();
+
+    async fn attempt(&mut self) -> Result<std::result::Result<(), ()>> {
+        let got = try_acquire(self.conn, self.kind, self.holder).await?;
+        Ok(if got { Ok(()) } else { Err(()) })
+    }
+}
+
+/// Takes `h`'s place(s), trying every `retry_interval` until granted, the
+/// attempts are spent, the timeout has passed or `cancel` fires. No
+/// attempt at all with a zero timeout or attempts limit (as theirs).
+pub async fn acquire<C: ConnectionLike>(
+    conn: &mut C,
+    timer: &dyn Timer,
+    kind: Kind,
+    h: Holder<'_>,
+    waiting: Waiting,
+    cancel: Option<&Cancel>,
+) -> Result<Acquired> {
+    check(h)?;
+    if waiting.timeout.is_zero() || waiting.attempts == Some(0) {
+        return Ok(Acquired {
+            granted: false,
+            attempts: 0,
+        });
+    }
+    let start: Instant = timer.now();
+    let deadline = start.checked_add(waiting.timeout);
+    let retries = match (waiting.attempts, deadline) {
+        (Some(n), Some(d)) => Retries::Bounded(n - 1, d),
+        (Some(n), None) => Retries::Count(n - 1),
+        (None, Some(d)) => Retries::Until(d),
+        (None, None) => Retries::Forever,
+    };
+    let schedule = Schedule {
+        retries,
+        delay: waiting.retry_interval,
+        jitter: Duration::ZERO,
+    };
+    let mut place = Place {
+        conn,
+        kind,
+        holder: h,
+    };
+    let waited = retry(&mut place, timer, &schedule, &|| 0.0, None, cancel).await?;
+    Ok(Acquired {
+        granted: waited.outcome.is_ok(),
+        attempts: waited.attempts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SHA1 of redis-semaphore 5.8.0's scripts, as its EVALSHA sends them.
+    #[test]
+    fn the_scripts_hash_as_redis_semaphore_5_8_0s() {
+        let s = &*SCRIPTS;
+        let hashes = [
+            (&s.mutex_refresh, "594683e49a64ebaf975caf5f8079a1d097c438f1"),
+            (&s.mutex_release, "7157921a7cc7cfba979acf6d63f073151df17d12"),
+            (&s.acquire, "43ebdb49120d170e08af560cb4e46e36f8585936"),
+            (&s.refresh, "999a49a1d07671a8027165641001f5bad44608b3"),
+            (&s.multi_acquire, "10c1c2e05e7c48aa5824d227b8c51abcde87b18e"),
+            (&s.multi_refresh, "2327bcdc5edb5b8687f6d19b5e1f42b815ebddab"),
+            (&s.multi_release, "0bd1010c98f1ddd70a6024fd374489a8ea3d2c12"),
+        ];
+        for (script, hash) in hashes {
+            assert_eq!(script.hash(), hash);
+        }
+    }
+
+    #[test]
+    fn kinds_from_numbers() {
+        assert_eq!(Kind::new(0, 0).unwrap(), Kind::Mutex);
+        assert_eq!(Kind::new(3, 0).unwrap(), Kind::Semaphore { limit: 3 });
+        assert_eq!(
+            Kind::new(3, 2).unwrap(),
+            Kind::Multi {
+                limit: 3,
+                permits: 2
+            }
+        );
+        assert!(Kind::new(0, 2).is_err());
+    }
+}
