@@ -48,7 +48,7 @@ export declare const defaultTimeoutOptions: {
   retryInterval: number
 }
 
-export declare abstract class Lock {
+declare abstract class Lock {
   protected abstract _kind: string
   protected abstract _key: string
   protected _identifier: string
@@ -86,3 +86,4 @@ export declare class MultiSemaphore extends Semaphore {
   protected _permits: number
   constructor (client: RedisClient, key: string, limit: number, permits: number, options?: LockOptions)
 }
+export {}

@@ -92,11 +92,12 @@ describe('npm/ platform packages', () => {
     assert.match(pkg.scripts.build, /^napi build --platform --release --js binding\.js --dts binding\.d\.ts/)
     assert.deepEqual(pkg.files.sort(), ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'lib/',
       'redisson.d.ts', 'redisson.js', 'redisson.mjs', 'redlock-v5.d.ts', 'redlock-v5.js', 'redlock-v5.mjs',
-      'redlock.d.ts', 'redlock.js', 'redlock.mjs'])
+      'redlock.d.ts', 'redlock.js', 'redlock.mjs', 'semaphore.d.ts', 'semaphore.js', 'semaphore.mjs'])
     assert.deepEqual(pkg.exports['.'], { types: './index.d.ts', require: './index.js', import: './index.mjs' })
     assert.deepEqual(pkg.exports['./redisson'], { types: './redisson.d.ts', require: './redisson.js', import: './redisson.mjs' })
     assert.deepEqual(pkg.exports['./redlock'], { types: './redlock.d.ts', require: './redlock.js', import: './redlock.mjs' })
     assert.deepEqual(pkg.exports['./redlock/v5'], { types: './redlock-v5.d.ts', require: './redlock-v5.js', import: './redlock-v5.mjs' })
+    assert.deepEqual(pkg.exports['./semaphore'], { types: './semaphore.d.ts', require: './semaphore.js', import: './semaphore.mjs' })
     // Runtime dependencies: bluebird (promises) and its typings (index.d.ts imports them).
     assert.deepEqual(Object.keys(pkg.dependencies).sort(), ['@types/bluebird', 'bluebird'])
   })
@@ -229,7 +230,7 @@ describe('packed and installed into a fresh project', () => {
     const mainFiles = packed.main.files.map((f) => f.path).sort()
     const expected = ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'package.json',
       'redisson.d.ts', 'redisson.js', 'redisson.mjs', 'redlock.d.ts', 'redlock.js', 'redlock.mjs',
-      'redlock-v5.d.ts', 'redlock-v5.js', 'redlock-v5.mjs',
+      'redlock-v5.d.ts', 'redlock-v5.js', 'redlock-v5.mjs', 'semaphore.d.ts', 'semaphore.js', 'semaphore.mjs',
       ...fs.readdirSync(path.join(root, 'lib'), { recursive: true }).filter((f) => f.endsWith('.js')).map((f) => `lib/${f}`),
       ...['README.md', 'LICENSE'].filter((f) => fs.existsSync(path.join(root, f)))].sort()
     assert.deepEqual(mainFiles, expected)

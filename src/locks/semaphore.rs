@@ -25,6 +25,7 @@ use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 use crate::limits::check_not_empty;
+use crate::locks::resend::{resent, Resend};
 use crate::locks::token;
 use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
@@ -138,13 +139,24 @@ async fn int<C: ConnectionLike>(
         .await?)
 }
 
-/// One attempt: `true` when `h` now holds its place(s).
+/// One attempt: `true` when `h` now holds its place(s). Sent again once
+/// after a broken connection; a second try that is refused finds out
+/// whether the first one landed (the place is then ours).
 pub async fn try_acquire<C: ConnectionLike>(
     conn: &mut C,
     kind: Kind,
     h: Holder<'_>,
 ) -> Result<bool> {
     check(h)?;
+    match acquire_once(conn, kind, h).await {
+        Err(Error::Connection(_)) => {
+            Ok(acquire_once(conn, kind, h).await? || holds(conn, kind, h).await?)
+        }
+        got => got,
+    }
+}
+
+async fn acquire_once<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
     let (ttl, now) = (h.ttl_ms.to_string(), now_ms().to_string());
     let after = [ttl.as_str(), now.as_str()];
     Ok(match kind {
@@ -159,41 +171,92 @@ pub async fn try_acquire<C: ConnectionLike>(
     })
 }
 
-/// Sets `h`'s lease again (`lockTimeout` from now) while it still holds
-/// its place(s): `false` when it no longer does (the lock is lost).
-pub async fn refresh<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
-    check(h)?;
-    let (ttl, now) = (h.ttl_ms.to_string(), now_ms().to_string());
-    let after = [ttl.as_str(), now.as_str()];
+/// Whether `h` holds its place(s) now.
+async fn holds<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
     Ok(match kind {
-        Kind::Mutex => int(conn, &SCRIPTS.mutex_refresh, h, &[], &[ttl.as_str()]).await? == 1,
-        Kind::Semaphore { limit } => {
-            int(conn, &SCRIPTS.refresh, h, &[u64::from(limit)], &after).await? == 1
+        Kind::Mutex => {
+            let v: Option<String> = redis::cmd("GET").arg(h.key).query_async(conn).await?;
+            v.as_deref() == Some(h.identifier)
         }
-        Kind::Multi { limit, permits } => {
-            let args = [u64::from(limit), u64::from(permits)];
-            int(conn, &SCRIPTS.multi_refresh, h, &args, &after).await? == 1
-        }
-    })
-}
-
-/// Gives `h`'s place(s) back: `false` when it held none.
-pub async fn release<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
-    check(h)?;
-    Ok(match kind {
-        Kind::Mutex => int(conn, &SCRIPTS.mutex_release, h, &[], &[]).await? == 1,
         Kind::Semaphore { .. } => {
-            let n: i64 = redis::cmd("ZREM")
+            let score: Option<f64> = redis::cmd("ZSCORE")
                 .arg(h.key)
                 .arg(h.identifier)
                 .query_async(conn)
                 .await?;
-            n == 1
+            score.is_some()
         }
-        Kind::Multi { permits, .. } => {
-            int(conn, &SCRIPTS.multi_release, h, &[u64::from(permits)], &[]).await? > 0
+        Kind::Multi { .. } => {
+            let score: Option<f64> = redis::cmd("ZSCORE")
+                .arg(h.key)
+                .arg(format!("{}_0", h.identifier))
+                .query_async(conn)
+                .await?;
+            score.is_some()
         }
     })
+}
+
+/// Sets `h`'s lease again (`lockTimeout` from now) while it still holds
+/// its place(s): `false` when it no longer does (the lock is lost). Sent
+/// again once after a broken connection.
+pub async fn refresh<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
+    check(h)?;
+    match refresh_once(conn, kind, h).await {
+        Err(broken @ Error::Connection(_)) => {
+            let again = refresh_once(conn, kind, h).await;
+            resent(broken, again, Resend::Keeps)
+        }
+        reply => Ok(reply? == 1),
+    }
+}
+
+async fn refresh_once<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<i64> {
+    let (ttl, now) = (h.ttl_ms.to_string(), now_ms().to_string());
+    let after = [ttl.as_str(), now.as_str()];
+    match kind {
+        Kind::Mutex => int(conn, &SCRIPTS.mutex_refresh, h, &[], &[ttl.as_str()]).await,
+        Kind::Semaphore { limit } => {
+            int(conn, &SCRIPTS.refresh, h, &[u64::from(limit)], &after).await
+        }
+        Kind::Multi { limit, permits } => {
+            let args = [u64::from(limit), u64::from(permits)];
+            int(conn, &SCRIPTS.multi_refresh, h, &args, &after).await
+        }
+    }
+}
+
+/// Gives `h`'s place(s) back: `false` when it held none. Sent again once
+/// after a broken connection (a second try that finds nothing cannot tell
+/// whether the first removed it: that is reported as the broken
+/// connection).
+pub async fn release<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
+    check(h)?;
+    match release_once(conn, kind, h).await {
+        Err(broken @ Error::Connection(_)) => {
+            let again = release_once(conn, kind, h).await;
+            resent(broken, again, Resend::Removes)
+        }
+        reply => Ok(reply? == 1),
+    }
+}
+
+/// 1 when something was given back, else 0.
+async fn release_once<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<i64> {
+    let removed = match kind {
+        Kind::Mutex => int(conn, &SCRIPTS.mutex_release, h, &[], &[]).await?,
+        Kind::Semaphore { .. } => {
+            redis::cmd("ZREM")
+                .arg(h.key)
+                .arg(h.identifier)
+                .query_async(conn)
+                .await?
+        }
+        Kind::Multi { permits, .. } => {
+            int(conn, &SCRIPTS.multi_release, h, &[u64::from(permits)], &[]).await?
+        }
+    };
+    Ok(i64::from(removed > 0))
 }
 
 /// How an acquire waits: redis-semaphore's `acquireAttemptsLimit` (`None`:
