@@ -39,6 +39,8 @@ export declare class Completer {
    * r" for holder `identifier` (`nums` by `Slot`).
    */
   semaphore(endpoint: number, id: number, op: LockOp, key: string, identifier: string, nums: Array<number>): void
+  /** r" The same for the Redlock variants, on several endpoints. */
+  semaphores(endpoints: Array<number>, id: number, op: LockOp, key: string, identifier: string, nums: Array<number>): void
   /** r" A Redisson face operation (`nums` by `Slot`). */
   redisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Array<number>): void
 }
@@ -239,6 +241,9 @@ export declare function loopRelease(endpoint: number, id: number, key: string, t
  * r" for holder `identifier` (`nums` by `Slot`).
  */
 export declare function loopSemaphore(endpoint: number, id: number, op: LockOp, key: string, identifier: string, nums: Array<number>): void
+
+/** r" The same for the Redlock variants, on several endpoints. */
+export declare function loopSemaphores(endpoints: Array<number>, id: number, op: LockOp, key: string, identifier: string, nums: Array<number>): void
 
 /**
  * How an operation ended; the binding exports the table for

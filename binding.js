@@ -856,6 +856,7 @@ module.exports.loopRedisson = nativeBinding.loopRedisson
 module.exports.loopRedlock = nativeBinding.loopRedlock
 module.exports.loopRelease = nativeBinding.loopRelease
 module.exports.loopSemaphore = nativeBinding.loopSemaphore
+module.exports.loopSemaphores = nativeBinding.loopSemaphores
 module.exports.Outcome = nativeBinding.Outcome
 module.exports.RedissonOp = nativeBinding.RedissonOp
 module.exports.redlockScripts = nativeBinding.redlockScripts

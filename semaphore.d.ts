@@ -1,5 +1,6 @@
 // Type definitions for redislock-rs/semaphore: redis-semaphore 5.8.0's
-// public declarations (its mutexes and semaphores on one server), plus
+// public declarations (its mutexes and semaphores, and their Redlock
+// variants over independent servers), plus
 // what this package adds (`signal`, every client kind createLock takes).
 
 import type { RedisClient as AnyClient } from './index'
@@ -86,4 +87,23 @@ export declare class MultiSemaphore extends Semaphore {
   protected _permits: number
   constructor (client: RedisClient, key: string, limit: number, permits: number, options?: LockOptions)
 }
+export declare class RedlockMutex extends Lock {
+  protected _kind: string
+  protected _key: string
+  protected _clients: RedisClient[]
+  constructor (clients: RedisClient[], key: string, options?: LockOptions)
+}
+
+export declare class RedlockSemaphore extends RedlockMutex {
+  protected _kind: string
+  protected _limit: number
+  constructor (clients: RedisClient[], key: string, limit: number, options?: LockOptions)
+}
+
+export declare class RedlockMultiSemaphore extends RedlockSemaphore {
+  protected _kind: string
+  protected _permits: number
+  constructor (clients: RedisClient[], key: string, limit: number, permits: number, options?: LockOptions)
+}
+
 export {}

@@ -2,7 +2,8 @@
 
 /**
  * redislock-rs/semaphore: a drop-in for redis-semaphore 5.8's mutexes and
- * semaphores on one server (`Mutex`, `Semaphore`, `MultiSemaphore`,
+ * semaphores (`Mutex`, `Semaphore`, `MultiSemaphore`, their Redlock
+ * variants over independent servers,
  * `LostLockError`, `TimeoutError`, `defaultTimeoutOptions`).
  */
 
@@ -13,5 +14,8 @@ Object.defineProperty(exports, 'defaultTimeoutOptions', { enumerable: true, get:
 exports.Mutex = face.Mutex
 exports.Semaphore = face.Semaphore
 exports.MultiSemaphore = face.MultiSemaphore
+exports.RedlockMutex = face.RedlockMutex
+exports.RedlockSemaphore = face.RedlockSemaphore
+exports.RedlockMultiSemaphore = face.RedlockMultiSemaphore
 exports.LostLockError = face.LostLockError
 exports.TimeoutError = face.TimeoutError

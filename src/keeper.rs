@@ -65,13 +65,20 @@ pub enum Servers {
         keys: Vec<String>,
         drift_factor: f64,
     },
+    /// redis-semaphore's Redlock variants: refreshed on a quorum of
+    /// independent servers, each answering within `within`; the servers
+    /// that lost it take it again.
+    Semaphores {
+        servers: Vec<Arc<SharedConnection>>,
+        within: Duration,
+    },
 }
 
 impl Servers {
     /// How much less than the lease a confirmed renewal vouches for.
     fn margin_ms(&self, lease_ms: u64) -> u64 {
         match self {
-            Servers::One(_) => 0,
+            Servers::One(_) | Servers::Semaphores { .. } => 0,
             Servers::Quorum { .. } => quorum::drift_ms(lease_ms).max(0) as u64,
             Servers::Redlock { drift_factor, .. } => {
                 redlock::drift_ms(lease_ms, *drift_factor).max(0) as u64
@@ -306,6 +313,27 @@ pub fn start(
 /// may still run).
 async fn renew_on(servers: &Servers, held: &Held, lease_ms: u64) -> Result<Option<Lost>> {
     match servers {
+        Servers::Semaphores { servers, within } => {
+            let Kind::Semaphore(kind) = held.kind else {
+                return Err(Error::Internal("not a redis-semaphore lock".into()));
+            };
+            let connect = |i: usize| servers[i].get();
+            let q = semaphore::Quorum {
+                n: servers.len(),
+                connect: &connect,
+                timer: &TokioTimer,
+                within: *within,
+            };
+            let holder = semaphore::Holder {
+                key: &held.name,
+                identifier: &held.owner,
+                ttl_ms: lease_ms,
+            };
+            Ok(match semaphore::refresh_quorum(&q, kind, holder).await? {
+                true => None,
+                false => Some(Lost::Expired),
+            })
+        }
         Servers::One(conn) => renew(&mut conn.get().await?, held, lease_ms).await,
         Servers::Quorum { servers, within } => {
             let connect = |i: usize| servers[i].get();

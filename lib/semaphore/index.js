@@ -2,12 +2,14 @@
 
 /**
  * The redis-semaphore face (redislock-rs/semaphore): redis-semaphore
- * 5.8's mutexes and semaphores on one server, on its keys, values and
+ * 5.8's mutexes and semaphores, on one server or (the Redlock variants) a
+ * quorum of independent servers, on its keys, values and
  * scripts (see lock.js and src/locks/semaphore.rs). What it exports; see
  * ../../semaphore.js.
  */
 
 const { targetFor } = require('../common/targets')
+const { serversFor } = require('../common/servers')
 const { Lock, defaultTimeoutOptions, kTarget } = require('./lock')
 const { LostLockError, TimeoutError } = require('./errors')
 
@@ -64,11 +66,55 @@ class RedisMultiSemaphore extends RedisSemaphore {
   }
 }
 
+function serversOf (clients, what) {
+  if (!clients || !Array.isArray(clients)) throw new Error('"clients" array is required')
+  // Beyond theirs: no servers could never grant a lock.
+  if (clients.length === 0) throw new Error('"clients" array must hold at least one client')
+  return serversFor(clients, what)
+}
+
+/** A mutex on a quorum of independent servers (`mutex:<key>` on each). */
+class RedlockMutex extends Lock {
+  constructor (clients, key, options = defaultTimeoutOptions) {
+    super(options)
+    this._kind = 'redlock-mutex'
+    const servers = serversOf(clients, 'new RedlockMutex(clients)')
+    checkKey(key)
+    this._clients = clients
+    this._key = `mutex:${key}`
+    this[kTarget] = servers
+  }
+}
+
+/** A semaphore on a quorum of independent servers (`semaphore:<key>` on each). */
+class RedlockSemaphore extends RedlockMutex {
+  constructor (clients, key, limit, options) {
+    super(clients, key, options)
+    this._kind = 'redlock-semaphore'
+    checkCount(limit, 'limit')
+    this._key = `semaphore:${key}`
+    this._limit = limit
+  }
+}
+
+/** A multi-semaphore on a quorum of independent servers. */
+class RedlockMultiSemaphore extends RedlockSemaphore {
+  constructor (clients, key, limit, permits, options) {
+    super(clients, key, limit, options)
+    this._kind = 'redlock-multi-semaphore'
+    checkCount(permits, 'permits')
+    this._permits = permits
+  }
+}
+
 module.exports = {
   defaultTimeoutOptions,
   Mutex: RedisMutex,
   Semaphore: RedisSemaphore,
   MultiSemaphore: RedisMultiSemaphore,
+  RedlockMutex,
+  RedlockSemaphore,
+  RedlockMultiSemaphore,
   LostLockError,
   TimeoutError
 }

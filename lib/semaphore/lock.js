@@ -2,7 +2,8 @@
 
 /**
  * redis-semaphore 5.8's `Lock`, the base of its mutexes and semaphores, over
- * the native core: the same options and defaults, checks and messages,
+ * the native core (one server, or a quorum of several for the Redlock
+ * variants): the same options and defaults, checks and messages,
  * `acquire`/`tryAcquire`/`release`/`stopRefresh`, `identifier` and
  * `isAcquired`. Each call is one native operation (src/node/ops/semaphore.rs):
  * the retries run in Rust, and the refresh is the lease keeper's, off the
@@ -128,7 +129,11 @@ class Lock {
     const hold = this[kHold]
     if (hold !== 0) keeper.unwatch(hold)
     this[kHold] = 0
-    if (this._acquired || this._acquiredExternally) await this._native(LockOp.Release, hold, null)
+    if (this._acquired || this._acquiredExternally) {
+      const released = this._native(LockOp.Release, hold, null)
+      // As theirs: a Redlock variant's release never fails.
+      await (this._target().endpoints !== undefined ? released.catch(() => false) : released)
+    }
     this._acquired = false
     this._acquiredExternally = false
   }
@@ -140,7 +145,7 @@ class Lock {
     keeper.unwatch(hold)
     this[kHold] = 0
     const t = this._target()
-    try { native.keeperDrop(t.endpoint, t.prefix + this._key, this._identifier) } catch (_) {}
+    try { native.keeperDrop(firstEndpoint(t), t.prefix + this._key, this._identifier) } catch (_) {}
   }
 
   _acquireWith (hold, abortSignal) {
@@ -166,7 +171,7 @@ class Lock {
   _watch (hold) {
     this[kHold] = hold
     const t = this._target()
-    const where = { endpoint: t.endpoint, key: t.prefix + this._key, token: this._identifier }
+    const where = { endpoint: firstEndpoint(t), key: t.prefix + this._key, token: this._identifier }
     keeper.watch(hold, this, where, () => {
       if (this[kHold] !== hold) return
       this[kHold] = 0
@@ -204,6 +209,12 @@ class Lock {
     })
     const key = t.prefix + this._key
     const identifier = this._identifier
+    if (t.endpoints !== undefined) {
+      // A Redlock variant: every server at once, granted on a quorum.
+      return start(settle, this, null, function (id) {
+        t.engine.semaphores(t.endpoints, id, op, key, identifier, args)
+      }, Promise)
+    }
     return start(settle, this, null, function (id) {
       t.engine.semaphore(t.endpoint, id, op, key, identifier, args)
     }, Promise)
@@ -213,6 +224,11 @@ class Lock {
 function settle (lock, _, outcome, err, resolve, reject) {
   if (err) return reject(err)
   resolve(outcome === YES)
+}
+
+/** The endpoint the keeper knows a lock by (a Redlock variant's first server). */
+function firstEndpoint (t) {
+  return t.endpoint !== undefined ? t.endpoint : t.endpoints[0]
 }
 
 function newIdentifier (suffix) {

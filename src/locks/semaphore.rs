@@ -19,12 +19,14 @@
 //! `retry_interval`, until `acquireAttemptsLimit` attempts were made or
 //! `acquireTimeout` has passed.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::future::Future;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 use crate::limits::check_not_empty;
+use crate::locks::quorum::{majority, on_all, Outcome};
 use crate::locks::resend::{resent, Resend};
 use crate::locks::token;
 use crate::transport::lua::Lua;
@@ -291,6 +293,26 @@ impl<C: ConnectionLike> Attempt for Place<'_, C> {
     }
 }
 
+/// The wait loop's schedule for `waiting`; `None` when no attempt may be
+/// made at all (a zero timeout or attempts limit, as theirs).
+fn schedule(timer: &dyn Timer, waiting: Waiting) -> Option<Schedule> {
+    if waiting.timeout.is_zero() || waiting.attempts == Some(0) {
+        return None;
+    }
+    let deadline = timer.now().checked_add(waiting.timeout);
+    let retries = match (waiting.attempts, deadline) {
+        (Some(n), Some(d)) => Retries::Bounded(n - 1, d),
+        (Some(n), None) => Retries::Count(n - 1),
+        (None, Some(d)) => Retries::Until(d),
+        (None, None) => Retries::Forever,
+    };
+    Some(Schedule {
+        retries,
+        delay: waiting.retry_interval,
+        jitter: Duration::ZERO,
+    })
+}
+
 /// Takes `h`'s place(s), trying every `retry_interval` until granted, the
 /// attempts are spent, the timeout has passed or `cancel` fires. No
 /// attempt at all with a zero timeout or attempts limit (as theirs).
@@ -303,24 +325,11 @@ pub async fn acquire<C: ConnectionLike>(
     cancel: Option<&Cancel>,
 ) -> Result<Acquired> {
     check(h)?;
-    if waiting.timeout.is_zero() || waiting.attempts == Some(0) {
+    let Some(schedule) = schedule(timer, waiting) else {
         return Ok(Acquired {
             granted: false,
             attempts: 0,
         });
-    }
-    let start: Instant = timer.now();
-    let deadline = start.checked_add(waiting.timeout);
-    let retries = match (waiting.attempts, deadline) {
-        (Some(n), Some(d)) => Retries::Bounded(n - 1, d),
-        (Some(n), None) => Retries::Count(n - 1),
-        (None, Some(d)) => Retries::Until(d),
-        (None, None) => Retries::Forever,
-    };
-    let schedule = Schedule {
-        retries,
-        delay: waiting.retry_interval,
-        jitter: Duration::ZERO,
     };
     let mut place = Place {
         conn,
@@ -332,6 +341,148 @@ pub async fn acquire<C: ConnectionLike>(
         granted: waited.outcome.is_ok(),
         attempts: waited.attempts,
     })
+}
+
+/// How a Redlock variant's operations run: `n` independent servers
+/// (`connect(i)` gives server `i`'s connection, each bounded by
+/// `within`), granted on redis-semaphore's quorum (`Math.round((n + 1) /
+/// 2)`, a majority).
+pub struct Quorum<'a, F> {
+    pub n: usize,
+    pub connect: &'a F,
+    pub timer: &'a dyn Timer,
+    pub within: Duration,
+}
+
+impl<F> Quorum<'_, F> {
+    fn needed(&self) -> usize {
+        majority(self.n)
+    }
+}
+
+/// On every server at once, how many did `op`.
+async fn count<C, F, Fut, Op, OpFut>(q: &Quorum<'_, F>, op: Op) -> (usize, Vec<bool>)
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+    Op: Fn(usize, C) -> OpFut,
+    OpFut: Future<Output = Result<bool>>,
+{
+    let done: Vec<bool> = on_all(q.n, q.connect, q.timer, q.within, op)
+        .await
+        .iter()
+        .map(Outcome::ok)
+        .collect();
+    (done.iter().filter(|d| **d).count(), done)
+}
+
+struct QuorumPlace<'a, F> {
+    q: &'a Quorum<'a, F>,
+    kind: Kind,
+    holder: Holder<'a>,
+}
+
+impl<C, F, Fut> Attempt for QuorumPlace<'_, F>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    type Won = ();
+    type Lost = ();
+
+    async fn attempt(&mut self) -> Result<std::result::Result<(), ()>> {
+        let (kind, h) = (self.kind, self.holder);
+        let (got, _) = count(self.q, |_, mut c: C| async move {
+            try_acquire(&mut c, kind, h).await
+        })
+        .await;
+        if got >= self.q.needed() {
+            return Ok(Ok(()));
+        }
+        // What this attempt took is given back everywhere before the next.
+        release_quorum(self.q, kind, h).await;
+        Ok(Err(()))
+    }
+}
+
+/// The Redlock variants' acquire: each attempt on every server at once,
+/// granted on a quorum, else given back everywhere; retried as
+/// [`acquire`] retries.
+pub async fn acquire_quorum<C, F, Fut>(
+    q: &Quorum<'_, F>,
+    kind: Kind,
+    h: Holder<'_>,
+    waiting: Waiting,
+    cancel: Option<&Cancel>,
+) -> Result<Acquired>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    check(h)?;
+    let Some(schedule) = schedule(q.timer, waiting) else {
+        return Ok(Acquired {
+            granted: false,
+            attempts: 0,
+        });
+    };
+    let mut place = QuorumPlace { q, kind, holder: h };
+    let waited = retry(&mut place, q.timer, &schedule, &|| 0.0, None, cancel).await?;
+    Ok(Acquired {
+        granted: waited.outcome.is_ok(),
+        attempts: waited.attempts,
+    })
+}
+
+/// The Redlock variants' refresh: on every server at once; refreshed on a
+/// quorum, the servers that had lost it take it again; else it is given
+/// back everywhere and lost (`false`).
+pub async fn refresh_quorum<C, F, Fut>(q: &Quorum<'_, F>, kind: Kind, h: Holder<'_>) -> Result<bool>
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    check(h)?;
+    let (got, done) = count(
+        q,
+        |_, mut c: C| async move { refresh(&mut c, kind, h).await },
+    )
+    .await;
+    if got < q.needed() {
+        release_quorum(q, kind, h).await;
+        return Ok(false);
+    }
+    if got < q.n {
+        let done = &done;
+        count(q, |i, mut c: C| async move {
+            match done[i] {
+                true => Ok(true),
+                false => try_acquire(&mut c, kind, h).await,
+            }
+        })
+        .await;
+    }
+    Ok(true)
+}
+
+/// The Redlock variants' release: on every server at once; how many gave
+/// something back (failures are not reported, as theirs).
+pub async fn release_quorum<C, F, Fut>(q: &Quorum<'_, F>, kind: Kind, h: Holder<'_>) -> usize
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    count(
+        q,
+        |_, mut c: C| async move { release(&mut c, kind, h).await },
+    )
+    .await
+    .0
 }
 
 #[cfg(test)]

@@ -65,6 +65,8 @@ entries! {
     /// A redis-semaphore face operation: the mutex or semaphore at `key`
     /// for holder `identifier` (`nums` by `Slot`).
     semaphore / loop_semaphore (endpoint: u32; op: LockOp, key: String, identifier: String, nums: Vec<f64>) => semaphore::semaphore;
+    /// The same for the Redlock variants, on several endpoints.
+    semaphores / loop_semaphores (endpoints: Vec<u32>; op: LockOp, key: String, identifier: String, nums: Vec<f64>) => semaphore::semaphores;
     /// A Redisson face operation (`nums` by `Slot`).
     redisson / loop_redisson (endpoint: u32; op: RedissonOp, name: String, channel: String, field: String, aux: String, adapter: String, nums: Vec<f64>) => redisson::redisson;
 }

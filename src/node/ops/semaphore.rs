@@ -4,17 +4,20 @@
 //! and timer the engine has (locks/semaphore.rs does the rest).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind as Keep, Servers};
 use crate::limits;
-use crate::locks::semaphore::{self, Holder, Kind, Waiting};
+use crate::locks::quorum::majority;
+use crate::locks::semaphore::{self, Holder, Kind, Quorum, Waiting};
 use crate::node::cancels::cancel_slot_of;
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
+use crate::node::ops::quorum::server_timeout;
 use crate::node::runtime::rt;
-use crate::node::targets::target;
+use crate::node::targets::{target, targets};
 use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::Reply;
 use crate::node::wire::nums::{Nums, Slot};
@@ -23,6 +26,52 @@ fn int_u32(x: f64, what: &str) -> Result<u32> {
     limits::whole_u32(x).ok_or_else(|| {
         Error::InvalidArgument(format!("Invalid {what} {x}: expected a whole number"))
     })
+}
+
+/// An acquire's wait: `Attempts` (-1: no limit), `WaitMs` (-1: none) and
+/// `Delay`.
+fn waiting(nums: &Nums) -> Result<Waiting> {
+    let attempts = match nums.get(Slot::Attempts) {
+        a if a < 0.0 => None,
+        a => Some(
+            limits::whole_ms(a).ok_or_else(|| limits::not_whole_ms("acquireAttemptsLimit", a))?,
+        ),
+    };
+    let timeout = match nums.get(Slot::WaitMs) {
+        t if t < 0.0 => Duration::MAX,
+        t => Duration::from_millis(
+            limits::whole_ms(t).ok_or_else(|| limits::not_whole_ms("acquireTimeout", t))?,
+        ),
+    };
+    let delay = nums.get(Slot::Delay);
+    let retry_interval =
+        limits::whole_ms(delay).ok_or_else(|| limits::not_whole_ms("retryInterval", delay))?;
+    Ok(Waiting {
+        attempts,
+        timeout,
+        retry_interval: Duration::from_millis(retry_interval),
+    })
+}
+
+/// The lock's kind and lease, and the flags.
+fn parse(nums: &Nums) -> Result<(Kind, u64, u32)> {
+    let kind = Kind::new(
+        int_u32(nums.get(Slot::Limit), "limit")?,
+        int_u32(nums.get(Slot::Permits), "permits")?,
+    )?;
+    let ttl_ms = limits::positive_int(nums.get(Slot::Time))
+        .ok_or_else(|| limits::invalid_timeout(nums.get(Slot::Time)))?;
+    Ok((kind, ttl_ms, int_u32(nums.get(Slot::Flags), "flags")?))
+}
+
+/// The keeper's bounds for a kept lock (KEEP).
+fn bounds(nums: &Nums) -> Result<keeper::Watch> {
+    watch(
+        int_u32(nums.get(Slot::Env), "env")?,
+        int_u32(nums.get(Slot::Hold), "hold")?,
+        limits::positive_int(nums.get(Slot::MaxLagMs)).unwrap_or(30_000),
+        limits::positive_int(nums.get(Slot::MaxHoldMs)).unwrap_or(0),
+    )
 }
 
 /// A redis-semaphore operation on `endpoint`: the lock at `key` (as Redis
@@ -46,13 +95,7 @@ pub(crate) fn semaphore<E: Engine>(
     let cancel = nums.as_ref().ok().and_then(cancel_slot_of);
     async move {
         let nums = nums?;
-        let kind = Kind::new(
-            int_u32(nums.get(Slot::Limit), "limit")?,
-            int_u32(nums.get(Slot::Permits), "permits")?,
-        )?;
-        let ttl_ms = limits::positive_int(nums.get(Slot::Time))
-            .ok_or_else(|| limits::invalid_timeout(nums.get(Slot::Time)))?;
-        let flags = int_u32(nums.get(Slot::Flags), "flags")?;
+        let (kind, ttl_ms, flags) = parse(&nums)?;
         let target = target(endpoint)?;
         let route = E::shared(endpoint)?;
         let mut conn = E::connect(&route).await?;
@@ -63,13 +106,8 @@ pub(crate) fn semaphore<E: Engine>(
         };
         let held = || Held::new(&target.shared, &key, &identifier, Keep::Semaphore(kind));
         let keep = |sent: Instant| -> Result<()> {
-            let w = watch(
-                int_u32(nums.get(Slot::Env), "env")?,
-                int_u32(nums.get(Slot::Hold), "hold")?,
-                limits::positive_int(nums.get(Slot::MaxLagMs)).unwrap_or(30_000),
-                limits::positive_int(nums.get(Slot::MaxHoldMs)).unwrap_or(0),
-            )?;
-            let one = Servers::One(std::sync::Arc::clone(&target.shared));
+            let w = bounds(&nums)?;
+            let one = Servers::One(Arc::clone(&target.shared));
             let until = sent + Duration::from_millis(ttl_ms);
             keeper::start(rt()?, one, held(), ttl_ms, sent, until, Some(w));
             Ok(())
@@ -77,27 +115,7 @@ pub(crate) fn semaphore<E: Engine>(
         let kept = Flag::Keep.in_bits(flags);
         match op {
             LockOp::Acquire => {
-                let attempts = match nums.get(Slot::Attempts) {
-                    a if a < 0.0 => None,
-                    a => Some(
-                        limits::whole_ms(a)
-                            .ok_or_else(|| limits::not_whole_ms("acquireAttemptsLimit", a))?,
-                    ),
-                };
-                let timeout = match nums.get(Slot::WaitMs) {
-                    t if t < 0.0 => Duration::MAX,
-                    t => Duration::from_millis(
-                        limits::whole_ms(t)
-                            .ok_or_else(|| limits::not_whole_ms("acquireTimeout", t))?,
-                    ),
-                };
-                let retry_interval = limits::whole_ms(nums.get(Slot::Delay))
-                    .ok_or_else(|| limits::not_whole_ms("retryInterval", nums.get(Slot::Delay)))?;
-                let waiting = Waiting {
-                    attempts,
-                    timeout,
-                    retry_interval: Duration::from_millis(retry_interval),
-                };
+                let waiting = waiting(&nums)?;
                 let stop = cancel.as_ref().map(|c| c.cancel());
                 let sent = Instant::now();
                 let got =
@@ -126,6 +144,97 @@ pub(crate) fn semaphore<E: Engine>(
                     p.stop();
                 }
                 Ok(Reply::from(released?))
+            }
+            LockOp::Inspect => Err(Error::InvalidArgument(
+                "inspect() is not a redis-semaphore operation".into(),
+            )),
+        }
+    }
+}
+
+/// The same operations for the Redlock variants (`RedlockMutex`,
+/// `RedlockSemaphore`, `RedlockMultiSemaphore`) on `endpoints`, each
+/// server bounded by `ServerTimeoutMs` (0: the default): granted on a
+/// quorum; a release answers `Yes` when a quorum gave its places back
+/// (theirs never fails a release; neither does the face).
+pub(crate) fn semaphores<E: Engine>(
+    endpoints: Vec<u32>,
+    op: LockOp,
+    key: String,
+    identifier: String,
+    nums: Vec<f64>,
+) -> impl Future<Output = Result<Reply>> {
+    let nums = Nums::new(nums);
+    let cancel = nums.as_ref().ok().and_then(cancel_slot_of);
+    async move {
+        let nums = nums?;
+        let (kind, ttl_ms, flags) = parse(&nums)?;
+        let targets = targets(&endpoints)?;
+        let routes = E::shared_all(&endpoints)?;
+        let connect = |i: usize| E::connect(&routes[i]);
+        let within = server_timeout(nums.get(Slot::ServerTimeoutMs), ttl_ms, &targets)?;
+        let q = Quorum {
+            n: targets.len(),
+            connect: &connect,
+            timer: E::timer(),
+            within,
+        };
+        let holder = Holder {
+            key: &key,
+            identifier: &identifier,
+            ttl_ms,
+        };
+        let first = targets.first().ok_or_else(|| {
+            Error::InvalidArgument("a Redlock semaphore needs at least one server".into())
+        })?;
+        let held = || Held::new(&first.shared, &key, &identifier, Keep::Semaphore(kind));
+        let keep = |sent: Instant| -> Result<()> {
+            let servers = Servers::Semaphores {
+                servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
+                within,
+            };
+            let until = sent + Duration::from_millis(ttl_ms);
+            keeper::start(
+                rt()?,
+                servers,
+                held(),
+                ttl_ms,
+                sent,
+                until,
+                Some(bounds(&nums)?),
+            );
+            Ok(())
+        };
+        let kept = Flag::Keep.in_bits(flags);
+        match op {
+            LockOp::Acquire => {
+                let stop = cancel.as_ref().map(|c| c.cancel());
+                let sent = Instant::now();
+                let got =
+                    semaphore::acquire_quorum(&q, kind, holder, waiting(&nums)?, stop).await?;
+                if got.granted && kept {
+                    keep(sent)?;
+                }
+                Ok(Reply::from(got.granted))
+            }
+            LockOp::Extend => {
+                let sent = Instant::now();
+                let refreshed = semaphore::refresh_quorum(&q, kind, holder).await?;
+                if refreshed && kept {
+                    keep(sent)?;
+                }
+                Ok(Reply::from(refreshed))
+            }
+            LockOp::Release => {
+                let paused = match kept {
+                    true => keeper::pause(&held()).await,
+                    false => None,
+                };
+                let released = semaphore::release_quorum(&q, kind, holder).await;
+                if let Some(p) = paused {
+                    p.stop();
+                }
+                Ok(Reply::from(released >= majority(q.n)))
             }
             LockOp::Inspect => Err(Error::InvalidArgument(
                 "inspect() is not a redis-semaphore operation".into(),
