@@ -1,7 +1,7 @@
 //! The lease keeper: renews the leases of held locks from the tokio thread,
 //! so a lock survives a JavaScript event loop that is blocked for longer
-//! than its lease — the Redisson face's watchdog, and the redislock face's
-//! `autoExtend`.
+//! than its lease — the Redisson face's watchdog, the redislock face's
+//! `autoExtend`, node-redlock 5's `using()` and redis-semaphore's refresh.
 //!
 //! One renewal task per held lock (server, key, owner), every `lease / 3`
 //! on tokio's monotonic clock. Renewals of many locks that fall due together
@@ -15,7 +15,10 @@
 //! (the lease less Redlock's drift); a majority that can no longer be
 //! reached (the key gone or another owner's on too many servers) is a loss.
 //! A node-redlock lock ([`Servers::Redlock`], several resources) is renewed
-//! the same way, by its own extend script.
+//! the same way, by its own extend script. A redis-semaphore lock
+//! ([`Kind::Semaphore`]) is refreshed by its own scripts, on one server or
+//! ([`Servers::Semaphores`]) on a quorum, restoring it where a server lost
+//! it, as redis-semaphore's Redlock variants do.
 //!
 //! A lock kept with a [`Watch`] is also bounded: renewal stops when the
 //! JavaScript thread has not shown it is alive ([`Liveness::beat`]) within
