@@ -109,6 +109,11 @@ export interface ConnectOptions {
    * not known: the name is asked of the sentinels.
    */
   sentinelPrimary?: string
+  /**
+   * A client with no server we can reach (`relayOpen`'s id): commands go
+   * through its own methods, on the tokio engine.
+   */
+  relay?: number
 }
 
 /** How an endpoint is named in errors (`host:port/db`, `unix:path/db`). */
@@ -308,6 +313,18 @@ export interface RedlockScripts {
 
 /** The id of a node-redlock script set (registered once per `Redlock`). */
 export declare function redlockScriptSet(lock: string, unlock: string, extend: string): number
+
+/**
+ * Opens a relay whose commands go to `send(ticket, args)`; its id names
+ * the endpoint (`new RedisConnection({ relay: id })`).
+ */
+export declare function relayOpen(send: (arg: Args) => void): number
+
+/**
+ * JavaScript's answer to command `ticket`: the reply as RESP bytes, or
+ * (`reply` null) why the client failed.
+ */
+export declare function relayReply(ticket: number, reply?: Buffer | undefined | null, error?: string | undefined | null): void
 
 /** One server's part in a Redlock operation. */
 export interface ServerVote {

@@ -861,5 +861,7 @@ module.exports.Outcome = nativeBinding.Outcome
 module.exports.RedissonOp = nativeBinding.RedissonOp
 module.exports.redlockScripts = nativeBinding.redlockScripts
 module.exports.redlockScriptSet = nativeBinding.redlockScriptSet
+module.exports.relayOpen = nativeBinding.relayOpen
+module.exports.relayReply = nativeBinding.relayReply
 module.exports.Slot = nativeBinding.Slot
 module.exports.stopRedissonRenewals = nativeBinding.stopRedissonRenewals

@@ -304,6 +304,15 @@ export declare function using<T>(client: RedisClient, key: string,
 /** What Redis holds for `key` now, for operators. */
 export declare function inspect(client: RedisClient, key: string): Promise<LockInspection>
 
+/**
+ * Marks `client` so that every face sends its commands through it (its
+ * `call`, `sendCommand`, `send_command` or a method named after the
+ * command) instead of opening a connection of its own to the client's
+ * server: for wrappers and in-memory clients with no server behind them
+ * (ioredis-mock is recognised without it). Returns the client.
+ */
+export declare function viaClient<T extends object>(client: T): T
+
 /** A new, unlocked Lock using `client` (a Redis client, URL or connection options). */
 export declare function createLock(client: RedisClient, options?: LockOptions): Lock
 /** A new, unlocked lock on a majority of these independent servers (Redlock). */

@@ -6,6 +6,7 @@ export const {
   getAcquiredLocks,
   using,
   inspect,
+  viaClient,
   LockAcquisitionError,
   LockReleaseError,
   LockExtendError,

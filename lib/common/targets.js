@@ -9,6 +9,7 @@
 const { RedisConnection } = require('../native/loader')
 const { engineFor, tokioEngineFor } = require('../native/bridge')
 const { readClient, CLIENT_KINDS } = require('./clients')
+const { isRelayed, relayOf } = require('./relay')
 
 /**
  * `{ engine, endpoint, prefix }` (the engine, the endpoint's id and the key
@@ -27,6 +28,14 @@ const byUrlDb = new Map()
 function targetFor (client, what = 'createLock', db) {
   const cache = cacheFor(client, db)
   let target = cache ? cache.get(client) : undefined
+  if (target === undefined && isRelayed(client)) {
+    // No server of ours to reach: commands through the client itself (its
+    // own key prefix applies there), on the tokio engine.
+    if (db !== undefined) throw new TypeError(`${what}: a client that commands go through cannot be moved to another database`)
+    const native = new RedisConnection({ relay: relayOf(client) })
+    target = { engine: tokioEngineFor(), endpoint: native.id, prefix: '', cluster: false }
+    if (cache) cache.set(client, target)
+  }
   if (target === undefined) {
     const { options, prefix } = readClient(client)
     if (db !== undefined) {

@@ -9,6 +9,7 @@ const Lock = require('./lock')
 const errors = require('../common/errors')
 const { createLock } = require('./create')
 const { using, inspect } = require('./using')
+const { viaClient } = require('../common/relay')
 
 /**
  * Sets the defaults used by locks created afterwards. Only `timeout`,
@@ -34,6 +35,7 @@ module.exports = {
   getAcquiredLocks,
   using,
   inspect,
+  viaClient,
   LockAcquisitionError: errors.LockAcquisitionError,
   LockReleaseError: errors.LockReleaseError,
   LockExtendError: errors.LockExtendError,

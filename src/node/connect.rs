@@ -45,6 +45,9 @@ pub struct ConnectOptions {
     /// A node-redis Sentinel client's primary (`host:port`) when its name is
     /// not known: the name is asked of the sentinels.
     pub sentinel_primary: Option<String>,
+    /// A client with no server we can reach (`relayOpen`'s id): commands go
+    /// through its own methods, on the tokio engine.
+    pub relay: Option<u32>,
 }
 
 impl From<ConnectOptions> for EndpointSpec {
@@ -78,6 +81,7 @@ impl From<ConnectOptions> for EndpointSpec {
             sentinel_username: o.sentinel_username,
             sentinel_password: o.sentinel_password,
             sentinel_primary: o.sentinel_primary,
+            relay: o.relay,
         }
     }
 }

@@ -3,7 +3,8 @@
 //! engine (the keeper's environments, cancels, endpoint names). Beside it:
 //! `connect` (`RedisConnection`), `targets` (the endpoint registry),
 //! `runtime` (the tokio thread), `wake`, `envs` and `cancels` (shared
-//! wiring), `wire` (outcomes, errors, codes, slots), `ops` (each face's
+//! wiring), `relay` (commands through a client's own methods), `wire`
+//! (outcomes, errors, codes, slots), `ops` (each face's
 //! operations), `engine` (the tokio and JS-thread engines that run them)
 //! and `entries` (each operation's napi entries, declared once for both).
 
@@ -17,6 +18,8 @@ mod entries;
 mod envs;
 #[cfg_attr(test, allow(dead_code))]
 mod ops;
+#[cfg_attr(test, allow(dead_code))]
+mod relay;
 mod runtime;
 #[cfg_attr(test, allow(dead_code))]
 mod scripts;

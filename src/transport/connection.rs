@@ -26,6 +26,7 @@ use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use crate::error::{Error, Result};
 use crate::transport::batch::Batcher;
 use crate::transport::endpoint::Endpoint;
+use crate::transport::relay::Relayed;
 
 type Connecting = Shared<BoxFuture<'static, Result<Link>>>;
 
@@ -36,6 +37,8 @@ type Connecting = Shared<BoxFuture<'static, Result<Link>>>;
 enum Link {
     Single(Arc<Batcher>),
     Cluster(redis::cluster_async::ClusterConnection),
+    /// Through a client's own methods (transport/relay.rs).
+    Relay(Relayed),
 }
 
 /// The current connection attempt (or established manager) for one endpoint.
@@ -179,6 +182,9 @@ async fn connect(endpoint: Endpoint) -> Result<Link> {
     if endpoint.tls.is_some() {
         install_crypto_provider();
     }
+    if let Some(id) = endpoint.relay {
+        return Ok(Link::Relay(Relayed::new(id, endpoint.command_timeout)));
+    }
     // One bound for the whole connect, Sentinel's answer included.
     let deadline = tokio::time::Instant::now() + endpoint.connect_timeout;
     if !endpoint.cluster.is_empty() {
@@ -289,6 +295,7 @@ impl ConnectionLike for Conn {
             let result = match &self.link {
                 Link::Single(b) => b.send(cmd).await,
                 Link::Cluster(c) => c.clone().req_packed_command(cmd).await,
+                Link::Relay(r) => r.send(cmd).await,
             };
             self.observe(&result);
             result
@@ -310,6 +317,25 @@ impl ConnectionLike for Conn {
                     manager.req_packed_commands(pipeline, offset, count).await
                 }
                 Link::Cluster(c) => c.clone().req_packed_commands(pipeline, offset, count).await,
+                Link::Relay(r) => {
+                    // One command at a time, in order; the replies wanted.
+                    let mut out = Vec::with_capacity(count);
+                    let mut failed = None;
+                    for (i, cmd) in pipeline.cmd_iter().enumerate() {
+                        match r.send(cmd).await {
+                            Ok(v) if i >= offset && out.len() < count => out.push(v),
+                            Ok(_) => {}
+                            Err(e) => {
+                                failed = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                    match failed {
+                        Some(e) => Err(e),
+                        None => Ok(out),
+                    }
+                }
             };
             self.observe(&result);
             result
@@ -320,7 +346,7 @@ impl ConnectionLike for Conn {
     fn get_db(&self) -> i64 {
         match &self.link {
             Link::Single(b) => b.manager().get_db(),
-            Link::Cluster(_) => 0,
+            Link::Cluster(_) | Link::Relay(_) => 0,
         }
     }
 }

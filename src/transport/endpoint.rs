@@ -66,6 +66,9 @@ pub struct EndpointSpec {
     /// Sentinel without a name: `host:port` of the primary a node-redis
     /// Sentinel client was connected to; the name is asked of the sentinels.
     pub sentinel_primary: Option<String>,
+    /// A client with no server we can reach: commands go through relay
+    /// `relay` (transport/relay.rs); the other fields say nothing.
+    pub relay: Option<u32>,
 }
 
 /// Where Sentinel says the primary is.
@@ -107,6 +110,8 @@ pub struct Endpoint {
     /// Sentinel: the primary is found through these (then `address` is
     /// only the first sentinel, for messages).
     pub sentinel: Option<SentinelSpec>,
+    /// Commands through a client's own methods (transport/relay.rs).
+    pub relay: Option<u32>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -119,6 +124,7 @@ impl std::fmt::Debug for Endpoint {
             .field("password", &self.password.as_ref().map(|_| "<set>"))
             .field("tls", &self.tls.is_some())
             .field("cluster", &self.cluster)
+            .field("relay", &self.relay)
             .field(
                 "sentinel",
                 &self.sentinel.as_ref().map(|s| (&s.nodes, &s.name)),
@@ -130,6 +136,9 @@ impl std::fmt::Debug for Endpoint {
 impl Endpoint {
     /// `host:port/db` or `unix:path/db`, for messages. Holds no credentials.
     pub fn describe(&self) -> String {
+        if let Some(id) = self.relay {
+            return format!("client relay #{id}");
+        }
         if let Some(s) = &self.sentinel {
             let nodes: Vec<String> = s.nodes.iter().map(|(h, p)| format!("{h}:{p}")).collect();
             return format!("sentinel({}@{})/{}", s.name, nodes.join(","), self.db);
@@ -162,7 +171,15 @@ impl Endpoint {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             cluster: Vec::new(),
             sentinel: None,
+            relay: None,
         };
+        if let Some(id) = spec.relay {
+            endpoint.relay = Some(id);
+            if let Some(ms) = spec.command_timeout_ms {
+                endpoint.command_timeout = Duration::from_millis(u64::from(ms.max(1)));
+            }
+            return Ok(endpoint);
+        }
         if let Some(url) = spec.url.as_deref() {
             endpoint.apply_url(url)?;
         }

@@ -8,5 +8,6 @@ pub(crate) mod batch;
 pub mod connection;
 pub mod endpoint;
 pub mod lua;
+pub mod relay;
 pub mod resp;
 mod sentinel;

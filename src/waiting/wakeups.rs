@@ -242,6 +242,13 @@ impl Wakeups {
     }
 
     async fn connect(self: Arc<Self>) -> Result<Link> {
+        if self.endpoint.relay.is_some() {
+            // Commands through a client's own methods: no subscriber of
+            // ours can reach its server, so waiters poll.
+            return Err(Error::Connection(
+                "a client that commands go through has no subscriber connection".into(),
+            ));
+        }
         // Behind Sentinel: the primary it names now, as for commands.
         let client = match &self.endpoint.sentinel {
             Some(spec) => {
