@@ -17,11 +17,11 @@ const { createLock, setDefaults, LockAcquisitionError, LockReleaseError, LockExt
 const redis = useRedis()
 
 
-test('exports redislock\'s surface, and beyond it exactly using, inspect and LockLostError', () => {
+test('exports redislock\'s surface, and beyond it exactly using, inspect, viaClient and LockLostError', () => {
   const ours = Object.keys(redislock)
   const theirs = Object.keys(require('redislock'))
   for (const name of theirs) assert.ok(ours.includes(name), name)
-  assert.deepEqual(ours.filter((n) => !theirs.includes(n)).sort(), ['LockLostError', 'inspect', 'using'])
+  assert.deepEqual(ours.filter((n) => !theirs.includes(n)).sort(), ['LockLostError', 'inspect', 'using', 'viaClient'])
 })
 
 test('ESM import gives the same functions', async () => {
