@@ -40,6 +40,12 @@ export interface LockOptions extends TimeoutOptions {
   /** With `identifier`: the first acquire refreshes the lock another process took. */
   acquiredExternally?: true
   onLockLost?: LockLostCallback
+  /**
+   * Beyond redis-semaphore: a release announces itself (PUBLISH in the
+   * release script) and a waiting acquire tries again at once instead of
+   * after its retryInterval (false).
+   */
+  wakeOnRelease?: boolean
 }
 
 export declare const defaultTimeoutOptions: {

@@ -163,3 +163,25 @@ test('the refresh restores the lock on a server that lost it; a lock lost on a m
   assert.equal(m.isAcquired, false)
   assert.deepEqual(await onEvery((c) => c.exists(`semaphore:${key}`)), [0, 0, 0], 'given back everywhere once lost')
 })
+
+test('wakeOnRelease on a Redlock variant: the waiter listens on every server and a release wakes it at once', async () => {
+  const key = fresh('wake')
+  const channel = `{semaphore:${key}}:redislock-rs:released`
+  const holder = new ours.RedlockSemaphore(servers.map((s) => ({ host: '127.0.0.1', port: s.port, commandTimeout: 1500 })), key, 1, { wakeOnRelease: true })
+  const waiter = new ours.RedlockSemaphore(all(), key, 1, { wakeOnRelease: true, retryInterval: 10000, acquireTimeout: 30000 })
+  await holder.acquire()
+  const t0 = Date.now()
+  const waiting = waiter.acquire()
+  let subscribed = []
+  for (let i = 0; i < 100; i++) {
+    await sleep(20)
+    subscribed = await onEvery(async (c) => (await c.pubsub('NUMSUB', channel))[1])
+    if (subscribed.every((n) => n === 1)) break
+  }
+  assert.deepEqual(subscribed, [1, 1, 1])
+  await holder.release()
+  await waiting
+  assert.ok(Date.now() - t0 < 5000, `woken by the release: ${Date.now() - t0} ms`)
+  await waiter.release()
+  assert.deepEqual(await onEvery((c) => c.zcard(`semaphore:${key}`)), [0, 0, 0])
+})

@@ -394,3 +394,32 @@ test('faults: a killed connection and a restarted server', async () => {
   await next.acquire()
   await next.release()
 })
+
+test('wakeOnRelease, beyond redis-semaphore: a release wakes a waiter at once, not after its retryInterval, for every class', async () => {
+  for (const [make, channelKey] of [
+    [(c, k, o) => new ours.Mutex(c, k, o), (k) => `{mutex:${k}}:redislock-rs:released`],
+    [(c, k, o) => new ours.Semaphore(c, k, 1, o), (k) => `{semaphore:${k}}:redislock-rs:released`],
+    [(c, k, o) => new ours.MultiSemaphore(c, k, 2, 2, o), (k) => `{semaphore:${k}}:redislock-rs:released`]
+  ]) {
+    const key = fresh('wake')
+    // The holder on another endpoint (another commandTimeout): the word comes through Redis.
+    const holder = make({ host: '127.0.0.1', port: redis.server.port, commandTimeout: 1500 }, key, { wakeOnRelease: true })
+    const waiter = make(client(), key, { wakeOnRelease: true, retryInterval: 10000, acquireTimeout: 30000 })
+    await holder.acquire()
+    const t0 = Date.now()
+    const waiting = waiter.acquire()
+    let subscribed = 0
+    for (let i = 0; i < 100 && subscribed !== 1; i++) {
+      await sleep(20)
+      subscribed = (await redis.check.pubsub('NUMSUB', channelKey(key)))[1]
+    }
+    assert.equal(subscribed, 1, 'the waiter listens on the key\'s channel')
+    await holder.release()
+    await waiting
+    const took = Date.now() - t0
+    assert.ok(took < 5000, `woken by the release, not the 10 s retryInterval: ${took} ms`)
+    assert.equal(waiter.isAcquired, true)
+    await waiter.release()
+  }
+  assert.throws(() => new ours.Mutex(client(), 'k', { wakeOnRelease: 'yes' }), Error)
+})

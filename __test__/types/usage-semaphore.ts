@@ -20,7 +20,7 @@ const onLockLost: LockLostCallback = function (err: LostLockError) {
   console.error(err.message, this.identifier)
 }
 const timeouts: TimeoutOptions = { lockTimeout: 5000, acquireTimeout: 1000, acquireAttemptsLimit: 3, retryInterval: 50, refreshInterval: 4000 }
-const options: LockOptions = { ...timeouts, identifier: 'worker-1', acquiredExternally: true, onLockLost }
+const options: LockOptions = { ...timeouts, identifier: 'worker-1', acquiredExternally: true, onLockLost, wakeOnRelease: true }
 
 async function limited (): Promise<boolean> {
   const semaphore = new Semaphore(redisClient, 'tasks', 3, options)

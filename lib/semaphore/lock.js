@@ -10,12 +10,14 @@
  * event loop (a stalled loop does not lose the lock; a wedged process
  * does, after max(30 s, 3 × lockTimeout) of stall). A lost lock aborts
  * `lock.signal` with a LostLockError and calls `onLockLost` as theirs does
- * (the default throws it, as an unhandled rejection).
+ * (the default throws it, as an unhandled rejection). Beyond theirs,
+ * `wakeOnRelease: true` makes a release announce itself and a waiting
+ * acquire try again at once (polling every retryInterval stays the rule).
  */
 
 const crypto = require('crypto')
 const { start } = require('../native/bridge')
-const { LockOp, Flag: { Keep: F_KEEP }, Outcome: { Yes: YES }, nums } = require('../native/wire')
+const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { Yes: YES }, nums } = require('../native/wire')
 const native = require('../native/loader')
 const keeper = require('../common/keeper')
 const { LostLockError, TimeoutError } = require('./errors')
@@ -37,6 +39,7 @@ function defaultOnLockLost (err) {
 const kTarget = Symbol('redislock-rs.target')
 const kHold = Symbol('redislock-rs.hold')
 const kController = Symbol('redislock-rs.controller')
+const kWake = Symbol('redislock-rs.wake')
 
 function hidden (lock, symbol, value) {
   Object.defineProperty(lock, symbol, { value, writable: true })
@@ -53,7 +56,8 @@ class Lock {
     externallyAcquiredIdentifier,
     identifierSuffix,
     identifier,
-    acquiredExternally
+    acquiredExternally,
+    wakeOnRelease
   } = defaultTimeoutOptions) {
     if (identifier !== undefined && (!identifier || typeof identifier !== 'string')) {
       throw new Error('identifier must be not empty random string')
@@ -76,6 +80,7 @@ class Lock {
       throw new Error(`acquireAttemptsLimit must be a non-negative integer or Infinity; got ${String(acquireAttemptsLimit)}`)
     }
     if (typeof onLockLost !== 'function') throw new Error(`onLockLost must be a function; got ${typeof onLockLost}`)
+    if (wakeOnRelease !== undefined && typeof wakeOnRelease !== 'boolean') throw new Error(`wakeOnRelease must be a boolean; got ${typeof wakeOnRelease}`)
     this._refreshing = false
     this._acquired = false
     this._acquiredExternally = !!acquiredExternally || !!externallyAcquiredIdentifier
@@ -86,6 +91,7 @@ class Lock {
     hidden(this, kTarget, null)
     hidden(this, kHold, 0)
     hidden(this, kController, null)
+    hidden(this, kWake, wakeOnRelease === true ? F_WAKE : 0)
   }
 
   get identifier () {
@@ -201,7 +207,7 @@ class Lock {
       attempts: o.acquireAttemptsLimit === Number.POSITIVE_INFINITY ? -1 : o.acquireAttemptsLimit,
       waitMs: o.acquireTimeout === Number.POSITIVE_INFINITY ? -1 : Math.ceil(o.acquireTimeout),
       delay: Math.ceil(o.retryInterval),
-      flags: hold !== 0 ? F_KEEP : 0,
+      flags: (hold !== 0 ? F_KEEP : 0) | (op === LockOp.Extend ? 0 : this[kWake]),
       hold,
       env: hold !== 0 || cancel !== null ? keeper.envId() : 0,
       maxLagMs: hold !== 0 ? Math.max(30000, 3 * o.lockTimeout) : 0,

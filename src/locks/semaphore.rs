@@ -20,6 +20,7 @@
 //! `acquireTimeout` has passed.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::aio::ConnectionLike;
@@ -33,6 +34,7 @@ use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::Wakeups;
 
 /// redis-semaphore's mutex refresh (`expireIfEqualLua`), byte for byte.
 pub const MUTEX_REFRESH: &str = "\n  local key = KEYS[1]\n  local identifier = ARGV[1]\n  local lockTimeout = ARGV[2]\n\n  local value = redis.call('get', key)\n\n  if value == identifier then\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  end\n\n  return 0\n  ";
@@ -55,7 +57,19 @@ pub const MULTI_REFRESH: &str = "\n  local key = KEYS[1]\n  local limit = tonumb
 /// redis-semaphore's multi-semaphore release, byte for byte.
 pub const MULTI_RELEASE: &str = "\n  local key = KEYS[1]\n  local permits = tonumber(ARGV[1])\n  local identifier = ARGV[2]\n  local args = {}\n\n  for i=0, permits - 1 do\n    table.insert(args, identifier .. '_' .. i)\n  end\n\n  return redis.call('zrem', key, unpack(args))\n";
 
+/// `wakeOnRelease` (ours): a semaphore holder's release (`ZREM` of ARGV[1])
+/// that also announces it with command ARGV[3] (`PUBLISH` or `SPUBLISH`)
+/// on channel ARGV[2], in the same round trip. Returns 1 or 0.
+pub const ANNOUNCED_RELEASE: &str = "if redis.call('zrem', KEYS[1], ARGV[1]) == 1 then\n  redis.call(ARGV[3], ARGV[2], '1')\n  return 1\nend\nreturn 0";
+
+/// `wakeOnRelease` (ours): the multi-semaphore release (the members
+/// `ARGV[2]_0 … _ARGV[1]−1`) that also announces it with command ARGV[4]
+/// on channel ARGV[3]. Returns how many were removed.
+pub const ANNOUNCED_MULTI_RELEASE: &str = "local args = {}\nfor i=0, tonumber(ARGV[1]) - 1 do\n  table.insert(args, ARGV[2] .. '_' .. i)\nend\nlocal n = redis.call('zrem', KEYS[1], unpack(args))\nif n > 0 then\n  redis.call(ARGV[4], ARGV[3], '1')\nend\nreturn n";
+
 struct Scripts {
+    announced_release: Lua,
+    announced_multi_release: Lua,
     mutex_refresh: Lua,
     mutex_release: Lua,
     acquire: Lua,
@@ -66,6 +80,8 @@ struct Scripts {
 }
 
 static SCRIPTS: std::sync::LazyLock<Scripts> = std::sync::LazyLock::new(|| Scripts {
+    announced_release: Lua::new(ANNOUNCED_RELEASE),
+    announced_multi_release: Lua::new(ANNOUNCED_MULTI_RELEASE),
     mutex_refresh: Lua::new(MUTEX_REFRESH),
     mutex_release: Lua::new(MUTEX_RELEASE),
     acquire: Lua::new(SEMAPHORE_ACQUIRE),
@@ -228,15 +244,28 @@ async fn refresh_once<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>
     }
 }
 
-/// Gives `h`'s place(s) back: `false` when it held none. Sent again once
-/// after a broken connection (a second try that finds nothing cannot tell
-/// whether the first removed it: that is reported as the broken
-/// connection).
-pub async fn release<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
+/// `wakeOnRelease`: a release announces itself on `channel` with
+/// `publish` (`PUBLISH`, or `SPUBLISH` on a Redis Cluster 7+).
+#[derive(Clone, Copy, Debug)]
+pub struct Announce<'a> {
+    pub channel: &'a str,
+    pub publish: &'a str,
+}
+
+/// Gives `h`'s place(s) back (announcing it if `announce`): `false` when it
+/// held none. Sent again once after a broken connection (a second try that
+/// finds nothing cannot tell whether the first removed it: that is
+/// reported as the broken connection).
+pub async fn release<C: ConnectionLike>(
+    conn: &mut C,
+    kind: Kind,
+    h: Holder<'_>,
+    announce: Option<Announce<'_>>,
+) -> Result<bool> {
     check(h)?;
-    match release_once(conn, kind, h).await {
+    match release_once(conn, kind, h, announce).await {
         Err(broken @ Error::Connection(_)) => {
-            let again = release_once(conn, kind, h).await;
+            let again = release_once(conn, kind, h, announce).await;
             resent(broken, again, Resend::Removes)
         }
         reply => Ok(reply? == 1),
@@ -244,18 +273,36 @@ pub async fn release<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>)
 }
 
 /// 1 when something was given back, else 0.
-async fn release_once<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<i64> {
-    let removed = match kind {
-        Kind::Mutex => int(conn, &SCRIPTS.mutex_release, h, &[], &[]).await?,
-        Kind::Semaphore { .. } => {
+async fn release_once<C: ConnectionLike>(
+    conn: &mut C,
+    kind: Kind,
+    h: Holder<'_>,
+    announce: Option<Announce<'_>>,
+) -> Result<i64> {
+    let removed = match (kind, announce) {
+        (Kind::Mutex, None) => int(conn, &SCRIPTS.mutex_release, h, &[], &[]).await?,
+        (Kind::Mutex, Some(a)) => {
+            let then = [a.channel, a.publish];
+            int(conn, &token::DEL_IF_EQUAL_ANNOUNCE_SCRIPT, h, &[], &then).await?
+        }
+        (Kind::Semaphore { .. }, None) => {
             redis::cmd("ZREM")
                 .arg(h.key)
                 .arg(h.identifier)
                 .query_async(conn)
                 .await?
         }
-        Kind::Multi { permits, .. } => {
+        (Kind::Semaphore { .. }, Some(a)) => {
+            let then = [a.channel, a.publish];
+            int(conn, &SCRIPTS.announced_release, h, &[], &then).await?
+        }
+        (Kind::Multi { permits, .. }, None) => {
             int(conn, &SCRIPTS.multi_release, h, &[u64::from(permits)], &[]).await?
+        }
+        (Kind::Multi { permits, .. }, Some(a)) => {
+            let then = [a.channel, a.publish];
+            let args = [u64::from(permits)];
+            int(conn, &SCRIPTS.announced_multi_release, h, &args, &then).await?
         }
     };
     Ok(i64::from(removed > 0))
@@ -322,6 +369,7 @@ pub async fn acquire<C: ConnectionLike>(
     kind: Kind,
     h: Holder<'_>,
     waiting: Waiting,
+    wake: Option<(&[Arc<Wakeups>], &[&str])>,
     cancel: Option<&Cancel>,
 ) -> Result<Acquired> {
     check(h)?;
@@ -336,7 +384,7 @@ pub async fn acquire<C: ConnectionLike>(
         kind,
         holder: h,
     };
-    let waited = retry(&mut place, timer, &schedule, &|| 0.0, None, cancel).await?;
+    let waited = retry(&mut place, timer, &schedule, &|| 0.0, wake, cancel).await?;
     Ok(Acquired {
         granted: waited.outcome.is_ok(),
         attempts: waited.attempts,
@@ -402,7 +450,7 @@ where
             return Ok(Ok(()));
         }
         // What this attempt took is given back everywhere before the next.
-        release_quorum(self.q, kind, h).await;
+        release_quorum(self.q, kind, h, None).await;
         Ok(Err(()))
     }
 }
@@ -415,6 +463,7 @@ pub async fn acquire_quorum<C, F, Fut>(
     kind: Kind,
     h: Holder<'_>,
     waiting: Waiting,
+    wake: Option<(&[Arc<Wakeups>], &[&str])>,
     cancel: Option<&Cancel>,
 ) -> Result<Acquired>
 where
@@ -430,7 +479,7 @@ where
         });
     };
     let mut place = QuorumPlace { q, kind, holder: h };
-    let waited = retry(&mut place, q.timer, &schedule, &|| 0.0, None, cancel).await?;
+    let waited = retry(&mut place, q.timer, &schedule, &|| 0.0, wake, cancel).await?;
     Ok(Acquired {
         granted: waited.outcome.is_ok(),
         attempts: waited.attempts,
@@ -453,7 +502,7 @@ where
     )
     .await;
     if got < q.needed() {
-        release_quorum(q, kind, h).await;
+        release_quorum(q, kind, h, None).await;
         return Ok(false);
     }
     if got < q.n {
@@ -469,18 +518,23 @@ where
     Ok(true)
 }
 
-/// The Redlock variants' release: on every server at once; how many gave
-/// something back (failures are not reported, as theirs).
-pub async fn release_quorum<C, F, Fut>(q: &Quorum<'_, F>, kind: Kind, h: Holder<'_>) -> usize
+/// The Redlock variants' release (announced on each server if
+/// `announce`): on every server at once; how many gave something back
+/// (failures are not reported, as theirs).
+pub async fn release_quorum<C, F, Fut>(
+    q: &Quorum<'_, F>,
+    kind: Kind,
+    h: Holder<'_>,
+    announce: Option<Announce<'_>>,
+) -> usize
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
-    count(
-        q,
-        |_, mut c: C| async move { release(&mut c, kind, h).await },
-    )
+    count(q, |_, mut c: C| async move {
+        release(&mut c, kind, h, announce).await
+    })
     .await
     .0
 }

@@ -11,21 +11,31 @@ use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind as Keep, Servers};
 use crate::limits;
 use crate::locks::quorum::majority;
-use crate::locks::semaphore::{self, Holder, Kind, Quorum, Waiting};
+use crate::locks::semaphore::{self, Announce, Holder, Kind, Quorum, Waiting};
 use crate::node::cancels::cancel_slot_of;
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
-use crate::node::ops::quorum::server_timeout;
+use crate::node::ops::quorum::{channel, server_timeout};
 use crate::node::runtime::rt;
 use crate::node::targets::{target, targets};
+use crate::node::wake::{poke, wake_source, wakeups};
 use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::Reply;
 use crate::node::wire::nums::{Nums, Slot};
+use crate::waiting::wakeups::Source;
 
 fn int_u32(x: f64, what: &str) -> Result<u32> {
     limits::whole_u32(x).ok_or_else(|| {
         Error::InvalidArgument(format!("Invalid {what} {x}: expected a whole number"))
     })
+}
+
+/// The command that announces on a channel of `source`.
+fn publish(source: Source) -> &'static str {
+    match source {
+        Source::Sharded => "SPUBLISH",
+        _ => "PUBLISH",
+    }
 }
 
 /// An acquire's wait: `Attempts` (-1: no limit), `WaitMs` (-1: none) and
@@ -81,7 +91,8 @@ fn bounds(nums: &Nums) -> Result<keeper::Watch> {
 /// `Attempts` (-1: no limit), `WaitMs` (`acquireTimeout`; -1: none),
 /// `Delay` (`retryInterval`) and `Cancel`; `Flags` (KEEP: the lease keeper
 /// refreshes a granted lock until it is released, bounded by `Hold`,
-/// `Env`, `MaxLagMs` and `MaxHoldMs`). EXTEND refreshes once (an
+/// `Env`, `MaxLagMs` and `MaxHoldMs`; WAKE: `wakeOnRelease`, a release
+/// announces on the key's channel and a waiting acquire listens). EXTEND refreshes once (an
 /// `acquiredExternally` lock's first acquire; with KEEP it is then kept).
 /// Replies `Yes` (granted, refreshed, released) or `No`.
 pub(crate) fn semaphore<E: Engine>(
@@ -113,13 +124,34 @@ pub(crate) fn semaphore<E: Engine>(
             Ok(())
         };
         let kept = Flag::Keep.in_bits(flags);
+        // `wakeOnRelease`: releases announce on the key's channel (sharded
+        // on a Redis Cluster 7+), and a waiting acquire listens there.
+        let channel = match Flag::Wake.in_bits(flags) {
+            true => Some(channel(&key)?),
+            false => None,
+        };
+        let source = match &channel {
+            Some(_) if matches!(op, LockOp::Acquire | LockOp::Release) => {
+                Some(wake_source(&target, &mut conn).await)
+            }
+            _ => None,
+        };
         match op {
             LockOp::Acquire => {
                 let waiting = waiting(&nums)?;
                 let stop = cancel.as_ref().map(|c| c.cancel());
+                let subscriber = match (source, waiting.attempts) {
+                    (Some(s), attempts) if attempts != Some(1) => Some(wakeups(&target, s)?),
+                    _ => None,
+                };
+                let chans: Vec<&str> = channel.as_deref().into_iter().collect();
+                let wake = subscriber
+                    .as_ref()
+                    .map(|w| (std::slice::from_ref(w), &chans[..]));
                 let sent = Instant::now();
                 let got =
-                    semaphore::acquire(&mut conn, E::timer(), kind, holder, waiting, stop).await?;
+                    semaphore::acquire(&mut conn, E::timer(), kind, holder, waiting, wake, stop)
+                        .await?;
                 if got.granted && kept {
                     keep(sent)?;
                 }
@@ -138,10 +170,18 @@ pub(crate) fn semaphore<E: Engine>(
                     true => keeper::pause(&held()).await,
                     false => None,
                 };
-                let released = semaphore::release(&mut conn, kind, holder).await;
+                let announce = channel.as_deref().zip(source).map(|(c, s)| Announce {
+                    channel: c,
+                    publish: publish(s),
+                });
+                let released = semaphore::release(&mut conn, kind, holder, announce).await;
                 // Released, not held, or unknown: no refresh either way.
                 if let Some(p) = paused {
                     p.stop();
+                }
+                if let (Ok(true), Some(c), Some(s)) = (&released, &channel, source) {
+                    // Waiters of this process need not wait for Redis's word.
+                    poke(&target, s, c);
                 }
                 Ok(Reply::from(released?))
             }
@@ -206,12 +246,26 @@ pub(crate) fn semaphores<E: Engine>(
             Ok(())
         };
         let kept = Flag::Keep.in_bits(flags);
+        // `wakeOnRelease` over independent servers: classic pub/sub on each.
+        let channel = match Flag::Wake.in_bits(flags) {
+            true => Some(channel(&key)?),
+            false => None,
+        };
         match op {
             LockOp::Acquire => {
                 let stop = cancel.as_ref().map(|c| c.cancel());
+                let waiting = waiting(&nums)?;
+                let subscribers = match &channel {
+                    Some(_) if waiting.attempts != Some(1) => targets
+                        .iter()
+                        .map(|t| wakeups(t, Source::PubSub))
+                        .collect::<Result<Vec<_>>>()?,
+                    _ => Vec::new(),
+                };
+                let chans: Vec<&str> = channel.as_deref().into_iter().collect();
+                let wake = (!subscribers.is_empty()).then_some((&subscribers[..], &chans[..]));
                 let sent = Instant::now();
-                let got =
-                    semaphore::acquire_quorum(&q, kind, holder, waiting(&nums)?, stop).await?;
+                let got = semaphore::acquire_quorum(&q, kind, holder, waiting, wake, stop).await?;
                 if got.granted && kept {
                     keep(sent)?;
                 }
@@ -230,9 +284,18 @@ pub(crate) fn semaphores<E: Engine>(
                     true => keeper::pause(&held()).await,
                     false => None,
                 };
-                let released = semaphore::release_quorum(&q, kind, holder).await;
+                let announce = channel.as_deref().map(|c| Announce {
+                    channel: c,
+                    publish: publish(Source::PubSub),
+                });
+                let released = semaphore::release_quorum(&q, kind, holder, announce).await;
                 if let Some(p) = paused {
                     p.stop();
+                }
+                if let (true, Some(c)) = (released > 0, &channel) {
+                    for t in &targets {
+                        poke(t, Source::PubSub, c);
+                    }
                 }
                 Ok(Reply::from(released >= majority(q.n)))
             }
