@@ -19,7 +19,9 @@
  * worker(key) only. So do the cluster section's (CLUSTER), `servers` being
  * the cluster's primaries, used as seed nodes for one cluster client. The
  * redlock-face section's (REDLOCK_FACE) get open({host, port, servers}) too,
- * one server or several, and have worker(key) and contended(key, ...).
+ * one server or several, and have worker(key) and contended(key, ...). The
+ * semaphore-face section's (SEMAPHORE_FACE), one per lock kind (`kind`),
+ * get open({host, port}) and have worker(key) and contended(key, ...).
  */
 
 const { randomUUID } = require('crypto')
@@ -476,7 +478,81 @@ const REDLOCK_FACE = [
   redlockQuorum
 ]
 
+/**
+ * The redis-semaphore face (the semaphore-face section): `pkg` ('redis-semaphore',
+ * or '../semaphore', this package's face) with one ioredis client (ours
+ * reads the client's options and opens its own connection; the client
+ * stays open, unused, as a user's would), lock kind `kind`: 'mutex'
+ * (`new Mutex(client, key, { refreshInterval: 0 })`) or 'semaphore'
+ * (`new Semaphore(client, key, 5, { refreshInterval: 0 })`). A NEW lock
+ * object per cycle, as redis-semaphore's users construct one per use:
+ * `const m = new Mutex(...); await m.acquire(); await m.release()`. The
+ * same code for both packages, so the two differ by the classes only.
+ * contended(key, {delay, csMs}): the same per cycle with `acquireTimeout:
+ * 600000, retryInterval: delay`, a `csMs` critical section.
+ */
+const SEMAPHORE_LIMIT = 5
+function semaphoreOn (id, label, pkg, kind, engine) {
+  return {
+    id,
+    label,
+    js: pkg === 'redis-semaphore',
+    kind,
+    engine,
+    env: engine ? { REDISLOCK_RS_ENGINE: engine } : undefined,
+    async open (target) {
+      const client = await ioredisClient(target)
+      const { Mutex, Semaphore } = require(pkg)
+      const make = kind === 'mutex'
+        ? (key, o) => new Mutex(client, key, { refreshInterval: 0, ...o })
+        : (key, o) => new Semaphore(client, key, SEMAPHORE_LIMIT, { refreshInterval: 0, ...o })
+      // Connect once outside the measurements (ours opens its own connection).
+      const probe = make(`bench:semaphore-face:probe:${id}:${process.pid}`)
+      await probe.acquire()
+      await probe.release()
+      return {
+        worker (key) {
+          return {
+            async cycle () {
+              const lock = make(key)
+              await lock.acquire()
+              await lock.release()
+            }
+          }
+        },
+        contended (key, { delay, csMs }) {
+          return {
+            async cycle () {
+              const lock = make(key, { acquireTimeout: 600000, retryInterval: delay })
+              await lock.acquire()
+              await sleep(csMs)
+              await lock.release()
+            }
+          }
+        },
+        close: () => closeIoredis(client)
+      }
+    }
+  }
+}
+
+/**
+ * The redis-semaphore face (the semaphore-face section): per lock kind,
+ * this package's `require('redislock-rs/semaphore')` on both engines
+ * against the real redis-semaphore 5.8.0, the same harness code
+ * (semaphoreOn), on the main redis-server.
+ */
+const SEMAPHORE_FACE = ['mutex', 'semaphore'].flatMap((kind) => {
+  const what = kind === 'mutex' ? 'Mutex' : `Semaphore (limit ${SEMAPHORE_LIMIT})`
+  const client = `ioredis@${version('ioredis')} client`
+  return [
+    semaphoreOn(`redislock-rs-semaphore-${kind}`, `redislock-rs/semaphore ${what}, JS-thread engine (${client})`, '../semaphore', kind, 'js'),
+    semaphoreOn(`redislock-rs-semaphore-${kind}-tokio`, `redislock-rs/semaphore ${what}, tokio engine (${client})`, '../semaphore', kind, 'tokio'),
+    semaphoreOn(`redis-semaphore-${kind}`, `redis-semaphore@${version('redis-semaphore')} ${what} (${client})`, 'redis-semaphore', kind)
+  ]
+})
+
 /** The wake-on-release section's contenders, in this order (see RS_WAKE). */
 const WAKE = [RS_WAKE, RS_PLAIN, redislock, redlock, semaphore]
 
-module.exports = { ALL, REDISSON, WAKE, QUORUM, CLUSTER, REDLOCK_FACE, byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM, ...CLUSTER, ...REDLOCK_FACE].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }
+module.exports = { ALL, REDISSON, WAKE, QUORUM, CLUSTER, REDLOCK_FACE, SEMAPHORE_FACE, SEMAPHORE_LIMIT, byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM, ...CLUSTER, ...REDLOCK_FACE, ...SEMAPHORE_FACE].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }

@@ -44,6 +44,16 @@
  * (lock + unlock), and contention (16 workers on one key, retryCount -1,
  * retryDelay 5 and 50 ms, 1 ms critical section; informational).
  *
+ * redis-semaphore face (section semaphore-face; its own targets, not issue
+ * 9's): `require('redislock-rs/semaphore')` on both engines vs the real
+ * redis-semaphore@5.8.0, the same harness code for both (contenders.js
+ * semaphoreOn: one ioredis client, a new lock object per cycle,
+ * `refreshInterval: 0`), per lock kind (`Mutex(client, key)`,
+ * `Semaphore(client, key, 5)`), on the main redis-server: uncontended at
+ * 1, 16 and 128 workers, each on its own key (acquire + release), and
+ * contention on the Mutex (16 workers on one key, acquireTimeout 600 s,
+ * retryInterval 10 ms, 1 ms critical section; informational).
+ *
  * Redis Cluster (section cluster; not among issue 9's targets): a cluster of
  * 3 primaries, no replicas (__test__/helpers/cluster.js: free ports, the
  * same flags), started for the section and stopped after it; uncontended at
@@ -54,7 +64,8 @@
  * Env: BENCH_QUICK=1, BENCH_ROUNDS=n, BENCH_DURATION_MS=n,
  *      BENCH_SECTIONS=name,name: run only these sections, in the usual order
  *        (default: all). Names: uncontended, contention, audit, redisson,
- *        wake, quorum, redlock-face, cluster, memory, remote; e.g. BENCH_SECTIONS=wake or
+ *        wake, quorum, redlock-face, semaphore-face, cluster, memory,
+ *        remote; e.g. BENCH_SECTIONS=wake or
  *        BENCH_SECTIONS=redisson,wake or BENCH_SECTIONS=cluster. A partial run writes
  *        benchmark/RESULTS.partial.md and RESULTS.partial.json and leaves
  *        RESULTS.md / RESULTS.json alone (with BENCH_QUICK=1:
@@ -62,7 +73,9 @@
  *        cover the sections run only.
  *      BENCH_ONLY=id,id (contender ids, see contenders.js; redislock-rs,
  *        redisson-rs, redislock-rs-wake, redislock-rs-quorum,
- *        redislock-rs-redlock and redislock-rs-cluster are always run),
+ *        redislock-rs-redlock, redislock-rs-semaphore-mutex,
+ *        redislock-rs-semaphore-semaphore and redislock-rs-cluster are
+ *        always run),
  *      BENCH_NO_REDISSON=1 (skip the Redisson face), BENCH_HANDOFF_MS=n
  *        (recorded time per Redisson handoff round), BENCH_WAKE_MS=n
  *        (recorded time per wake-on-release round),
@@ -84,7 +97,7 @@ const report = require('./report')
 
 const QUICK = process.env.BENCH_QUICK === '1'
 /** The sections, in the order they run (BENCH_SECTIONS picks some). */
-const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'redlock-face', 'cluster', 'memory', 'remote']
+const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'redlock-face', 'semaphore-face', 'cluster', 'memory', 'remote']
 const PICKED = process.env.BENCH_SECTIONS ? process.env.BENCH_SECTIONS.split(',').map((x) => x.trim()).filter(Boolean) : null
 if (PICKED) {
   const unknown = PICKED.filter((x) => !SECTIONS.includes(x))
@@ -127,6 +140,9 @@ const CFG = {
   quorumWorkers: [1, 16, 128],
   redlockFaceServers: 3,
   redlockFaceWorkers: [1, 16, 128],
+  semaphoreFaceWorkers: [1, 16, 128],
+  semaphoreFaceLimit: contenders.SEMAPHORE_LIMIT,
+  semaphoreFaceContentionDelays: [10], // retryInterval, ms (redis-semaphore's default)
   clusterPrimaries: 3,
   clusterWorkers: [1, 16, 128]
 }
@@ -137,6 +153,7 @@ const REDISSON_LIST = CFG.redisson && RUN('redisson') ? contenders.REDISSON.filt
 const WAKE_LIST = RUN('wake') ? contenders.WAKE.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS || c.id === report.RS_WAKE) : []
 const QUORUM_LIST = RUN('quorum') ? contenders.QUORUM.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_QUORUM) : []
 const REDLOCK_FACE_LIST = RUN('redlock-face') ? contenders.REDLOCK_FACE.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_REDLOCK) : []
+const SEMAPHORE_FACE_LIST = RUN('semaphore-face') ? contenders.SEMAPHORE_FACE.filter((c) => !ONLY || ONLY.includes(c.id) || report.SEMAPHORE_FACE_RS.includes(c.id)) : []
 const CLUSTER_LIST = RUN('cluster') ? contenders.CLUSTER.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_CLUSTER) : []
 
 const log = (...a) => console.error('[bench]', ...a)
@@ -382,6 +399,55 @@ async function redlockFace (target) {
   }
 }
 
+/** redis-semaphore face, lock kind `kind`, on `target`: `c` workers on distinct keys, every contender of that kind ROUNDS times, interleaved. */
+async function semaphoreFaceUncontended (kind, c, target) {
+  const list = SEMAPHORE_FACE_LIST.filter((x) => x.kind === kind)
+  const runs = Object.fromEntries(list.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(list, round)) {
+      const r = await measureChild(x, {
+        host: target.host, port: target.port, mode: 'uncontended', workers: c, warmupMs: CFG.warmup, durationMs: CFG.duration,
+        key: `bench:semaphore-face:${x.id}:${c}:${round}`
+      })
+      runs[x.id].push(r)
+      log(`semaphore face, ${kind}, ${c} worker(s), round ${round + 1}, ${x.id}: ${Math.round(r.cyclesPerSec)} cycles/s`)
+    }
+  }
+  return Object.fromEntries(list.map((x) => [x.id, summarize(runs[x.id])]))
+}
+
+/** redis-semaphore face, Mutex: 16 workers on one key, retryInterval `delay` ms, a 1 ms critical section. */
+async function semaphoreFaceContention (delay, target) {
+  const list = SEMAPHORE_FACE_LIST.filter((x) => x.kind === 'mutex')
+  const runs = Object.fromEntries(list.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(list, round)) {
+      const r = await measureChild(x, {
+        host: target.host, port: target.port, mode: 'contended', workers: CFG.contentionWorkers, warmupMs: 100, durationMs: CFG.contentionDuration,
+        key: `bench:semaphore-face:contended:${x.id}:${delay}:${round}`, delay, csMs: CFG.csMs
+      })
+      runs[x.id].push(r)
+      log(`semaphore face, mutex contention, retryInterval ${delay} ms, round ${round + 1}, ${x.id}: ${Math.round(r.cyclesPerSec)} critical sections/s`)
+    }
+  }
+  return Object.fromEntries(list.map((x) => [x.id, summarize(runs[x.id])]))
+}
+
+/** The redis-semaphore face on the main redis-server: per kind, uncontended at every worker count; then the Mutex under contention. */
+async function semaphoreFace (target) {
+  const unc = {}
+  for (const kind of ['mutex', 'semaphore']) {
+    if (!SEMAPHORE_FACE_LIST.some((x) => x.kind === kind)) continue
+    unc[kind] = {}
+    for (const c of CFG.semaphoreFaceWorkers) unc[kind][c] = await semaphoreFaceUncontended(kind, c, target)
+  }
+  const cont = {}
+  if (SEMAPHORE_FACE_LIST.some((x) => x.kind === 'mutex')) {
+    for (const d of CFG.semaphoreFaceContentionDelays) cont[d] = await semaphoreFaceContention(d, target)
+  }
+  return { server: `${target.host}:${target.port}`, uncontended: unc, contention: cont }
+}
+
 /** A cluster whose primaries are `servers` ({host, port} each): `c` workers on distinct keys, every cluster contender ROUNDS times, interleaved. */
 async function clusterUncontended (c, servers) {
   const runs = Object.fromEntries(CLUSTER_LIST.map((x) => [x.id, []]))
@@ -496,6 +562,7 @@ async function main () {
     `Redisson face: ${REDISSON_LIST.map((c) => c.id).join(', ') || 'skipped'}; wake on release: ${WAKE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
     `Redlock on ${CFG.quorumServers} servers: ${QUORUM_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
     `node-redlock face: ${REDLOCK_FACE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
+    `redis-semaphore face: ${SEMAPHORE_FACE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
     `Redis Cluster: ${CLUSTER_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
   try {
     const needSha = RUN('uncontended') || RUN('remote')
@@ -516,6 +583,7 @@ async function main () {
     R.wake = WAKE_LIST.length ? await wakeHandoff(target) : null
     R.quorum = QUORUM_LIST.length ? await quorum() : null
     R.redlockFace = REDLOCK_FACE_LIST.length ? await redlockFace(target) : null
+    R.semaphoreFace = SEMAPHORE_FACE_LIST.length ? await semaphoreFace(target) : null
     R.cluster = CLUSTER_LIST.length ? await cluster() : null
     if (RUN('memory') && process.env.BENCH_NO_MEMORY !== '1') R.local.memory = await memory(target)
     R.remote = RUN('remote') ? await remote(sha) : { available: false, reason: 'not run (BENCH_SECTIONS)', skipped: true }
@@ -533,7 +601,8 @@ async function main () {
     const wchecks = report.wakeChecks(R.wake, CFG.stallMs)
     const qchecks = report.quorumChecks(R.quorum, CFG.quorumWorkers)
     const fchecks = report.redlockFaceChecks(R.redlockFace)
-    const text = report.render(R, tgs, others, meta, CFG, rchecks, wchecks, qchecks, fchecks)
+    const schecks = report.semaphoreFaceChecks(R.semaphoreFace)
+    const text = report.render(R, tgs, others, meta, CFG, rchecks, wchecks, qchecks, fchecks, schecks)
     const base = QUICK ? 'RESULTS.quick' : CFG.partial ? 'RESULTS.partial' : 'RESULTS'
     const file = path.join(__dirname, `${base}.md`)
     fs.writeFileSync(file, text + '\n')
@@ -560,6 +629,11 @@ async function main () {
       console.log('node-redlock face, redislock-rs/redlock vs redlock@4.2.0 (issue 20\'s targets):')
       for (const t of fchecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
       for (const t of report.redlockFaceContention(R.redlockFace)) console.log(`      ${t}`)
+    }
+    if (schecks.length) {
+      console.log(`redis-semaphore face, redislock-rs/semaphore vs redis-semaphore@${report.pkgVersion('redis-semaphore')} (targets judged on the JS-thread engine; tokio informational):`)
+      for (const t of schecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
+      for (const t of report.semaphoreFaceContention(R.semaphoreFace)) console.log(`      ${t}`)
     }
     if (R.cluster) {
       console.log(`Redis Cluster, ${CFG.clusterPrimaries} primaries (informational, no target):`)

@@ -8,7 +8,9 @@
  * section's (redislock-rs with wakeOnRelease vs polling; not among them
  * either), and the quorum section's (redislock-rs Redlock vs node-redlock on
  * 3 servers; not among them either), the node-redlock face's (redislock-rs/redlock
- * vs redlock 4.2.0 on 1 and 3 servers: issue 20's targets), and the cluster section's tables
+ * vs redlock 4.2.0 on 1 and 3 servers: issue 20's targets), the redis-semaphore face's
+ * (redislock-rs/semaphore vs redis-semaphore 5.8.0, Mutex and Semaphore, on
+ * one server; judged on the JS-thread engine), and the cluster section's tables
  * (redislock-rs vs node-redlock and redislock on a Redis Cluster; ratios
  * only, no PASS / MISS).
  */
@@ -36,6 +38,15 @@ const RS_REDLOCK_TOKIO = 'redislock-rs-redlock-tokio'
 const REDLOCK_FACE_OURS = [[RS_REDLOCK, 'JS-thread engine'], [RS_REDLOCK_TOKIO, 'tokio engine']]
 /** Issue 20: cycles/s of redislock-rs/redlock ≥ factor × redlock 4.2.0's (REDLOCK_QUORUM), per worker count, both engines. */
 const REDLOCK_FACE_TARGETS = { 1: 1, 16: 2, 128: 2 }
+/** The redis-semaphore face's lock kinds, as the harness (contenders.js semaphoreOn) and the report name them. */
+const SEMAPHORE_FACE_KINDS = [['mutex', 'Mutex'], ['semaphore', 'Semaphore']]
+const semOurs = (kind) => `redislock-rs-semaphore-${kind}`
+const semOursTokio = (kind) => `redislock-rs-semaphore-${kind}-tokio`
+const semPeer = (kind) => `redis-semaphore-${kind}`
+/** The face's JS-thread-engine contenders (always run, whatever BENCH_ONLY says). */
+const SEMAPHORE_FACE_RS = SEMAPHORE_FACE_KINDS.map(([kind]) => semOurs(kind))
+/** cycles/s of redislock-rs/semaphore ≥ factor × redis-semaphore 5.8.0's, per worker count, per kind; judged on the JS-thread engine (tokio informational). */
+const SEMAPHORE_FACE_TARGETS = { 1: 1, 16: 2, 128: 2 }
 /** The cluster section's peers, in the order their ratios are given. */
 const CLUSTER_PEERS = [['redlock-cluster', 'redlock'], ['redislock-cluster', 'redislock']]
 /** wakeOnRelease's targets: handoff p50 and p99 (ms) at most. */
@@ -57,7 +68,7 @@ function labelOf (id) {
   if (id === C_LIMIT) return 'C limit: redis-benchmark -c 1 -P <workers>'
   return contenders.byId[id] ? contenders.byId[id].label : id
 }
-const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM || id === RS_CLUSTER || id === RS_REDLOCK ? `**${labelOf(id)}**` : labelOf(id)
+const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM || id === RS_CLUSTER || id === RS_REDLOCK || SEMAPHORE_FACE_RS.includes(id) ? `**${labelOf(id)}**` : labelOf(id)
 
 /** [id, summary] of the JavaScript contender with the most cycles/s in `sc`, or []. */
 function bestJs (sc) {
@@ -266,6 +277,68 @@ function redlockFaceContention (Rf) {
   return out
 }
 
+/**
+ * The redis-semaphore face: per lock kind and worker count, redislock-rs/semaphore's
+ * cycles/s (JS-thread engine, the default) ≥ SEMAPHORE_FACE_TARGETS[workers]
+ * × redis-semaphore 5.8.0's in the same run; the tokio engine's ratio and
+ * both sides' CPU per cycle in the detail (informational).
+ */
+function semaphoreFaceChecks (Rs) {
+  if (!Rs) return []
+  const out = []
+  const cpu = (s) => `${fmt(s.procCpuUs, 1)} / ${fmt(s.jsCpuUs, 1)}`
+  for (const [kind, Kind] of SEMAPHORE_FACE_KINDS) {
+    const unc = Rs.uncontended[kind]
+    if (!unc) continue
+    for (const [c, want] of Object.entries(SEMAPHORE_FACE_TARGETS)) {
+      const sc = unc[c] || {}
+      const a = sc[semOurs(kind)]
+      const b = sc[semPeer(kind)]
+      const name = `redislock-rs/semaphore ${Kind} ≥ ${want}× redis-semaphore's cycles/s, ${workersLabel(c)}, JS-thread engine`
+      if (!a || !b) { out.push(check(name, null, 'not measured')); continue }
+      const x = ratio(a.cyclesPerSec, b.cyclesPerSec)
+      const t = sc[semOursTokio(kind)]
+      const tokio = t ? `; tokio engine ${times(ratio(t.cyclesPerSec, b.cyclesPerSec))} (${fmtInt(t.cyclesPerSec)} cycles/s, CPU ${cpu(t)} µs; informational)` : ''
+      out.push(check(name, x >= want,
+        `${times(x)} (${fmtInt(a.cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s; p50 ${fmt(a.p50, 3)} vs ${fmt(b.p50, 3)} ms; ` +
+        `process / JS-thread CPU µs/cycle ${cpu(a)} vs ${cpu(b)})${tokio}`))
+    }
+  }
+  return out
+}
+
+/** The redis-semaphore face's Mutex under contention: one line per retry interval, ours ÷ redis-semaphore (informational, no target). */
+function semaphoreFaceContention (Rs) {
+  if (!Rs) return []
+  const out = []
+  for (const [d, sc] of Object.entries(Rs.contention || {})) {
+    const b = sc[semPeer('mutex')]
+    const ours = [[semOurs('mutex'), 'JS-thread engine'], [semOursTokio('mutex'), 'tokio engine']].filter(([id]) => sc[id])
+      .map(([id, engine]) => `${engine} ${b ? times(ratio(sc[id].cyclesPerSec, b.cyclesPerSec)) : 'n/a'} (${fmtInt(sc[id].cyclesPerSec)})`)
+    out.push(`Mutex contention, retryInterval ${d} ms, critical sections/s: redis-semaphore ${b ? fmtInt(b.cyclesPerSec) : 'n/a'}; ${ours.join(', ') || 'ours not measured'} (informational, no target)`)
+  }
+  return out
+}
+
+/** The README's rows for the redis-semaphore face: per kind, ours (JS-thread / tokio) ÷ redis-semaphore at each worker count. */
+function semaphoreFaceReadmeRows (Rs) {
+  const out = []
+  for (const [kind, Kind] of SEMAPHORE_FACE_KINDS) {
+    const unc = Rs.uncontended[kind]
+    if (!unc) continue
+    const cells = Object.entries(unc).map(([c, sc]) => {
+      const b = sc[semPeer(kind)]
+      const r = (id) => sc[id] && b ? times(ratio(sc[id].cyclesPerSec, b.cyclesPerSec)) : 'n/a'
+      const want = SEMAPHORE_FACE_TARGETS[c]
+      const a = sc[semOurs(kind)]
+      const miss = want && a && b && ratio(a.cyclesPerSec, b.cyclesPerSec) < want
+      return `${miss ? '**' : ''}${r(semOurs(kind))}${miss ? '**' : ''} / ${r(semOursTokio(kind))}`
+    })
+    out.push(`| ${Kind} | ${cells.join(' | ')} |`)
+  }
+  return out
+}
+
 // ---------------------------------------------------------------- tables
 
 function summaryTable (R) {
@@ -382,6 +455,34 @@ function quorumTable (sc) {
   for (const [id, s] of Object.entries(sc)) {
     lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${base ? times(ratio(s.cyclesPerSec, base.cyclesPerSec)) : 'n/a'} | ` +
       `${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
+  }
+  return lines.join('\n')
+}
+
+/** The redis-semaphore face, one kind, uncontended: cycles/s, × redis-semaphore (`peer`), CPU and Redis commands per cycle. */
+function semaphoreFaceTable (sc, peer) {
+  const base = sc[peer]
+  const lines = [
+    '| contender | cycles/s median (min–max) | × redis-semaphore | p50 ms | p99 ms | process CPU µs/cycle | JS-thread CPU µs/cycle | Redis cmds/cycle (cmdstat, incl. inside Lua) |',
+    '|---|---:|---:|---:|---:|---:|---:|---|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${base ? times(ratio(s.cyclesPerSec, base.cyclesPerSec)) : 'n/a'} | ` +
+      `${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
+  }
+  return lines.join('\n')
+}
+
+/** The redis-semaphore face's Mutex under contention: critical sections/s and × redis-semaphore. */
+function semaphoreFaceContentionTable (sc) {
+  const base = sc[semPeer('mutex')]
+  const lines = [
+    '| contender | critical sections/s median (min–max) | × redis-semaphore | p50 ms | p99 ms | process CPU µs/CS | JS-thread CPU µs/CS | Redis cmds/CS (cmdstat) |',
+    '|---|---:|---:|---:|---:|---:|---:|---|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${base ? times(ratio(s.cyclesPerSec, base.cyclesPerSec)) : 'n/a'} | ` +
+      `${fmt(s.p50)} | ${fmt(s.p99)} | ${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
   }
   return lines.join('\n')
 }
@@ -545,6 +646,39 @@ function redlockFaceSection (Rf, checks, cfg) {
   return parts
 }
 
+function semaphoreFaceSection (Rs, checks, cfg) {
+  const line = (t) => `- **${t.status}** ${t.name}: ${t.detail}`
+  const v = pkgVersion('redis-semaphore')
+  const parts = [
+    `## redis-semaphore face: redislock-rs/semaphore vs redis-semaphore@${v}`,
+    '',
+    `Method: \`require('redislock-rs/semaphore')\` against \`require('redis-semaphore')\`, driven by the same harness code (benchmark/contenders.js \`semaphoreOn\`): ` +
+      `one ioredis@${pkgVersion('ioredis')} client per process (ours reads its options and opens a connection of its own; the client stays open), shared by all the workers; ` +
+      `a NEW lock object per cycle, as redis-semaphore's users construct one per use, the same for both libraries: \`new Mutex(client, key, { refreshInterval: 0 })\` or \`new Semaphore(client, key, ${cfg.semaphoreFaceLimit}, { refreshInterval: 0 })\` ` +
+      '(the other options at their defaults: lockTimeout 10 s, acquireTimeout 10 s, retryInterval 10 ms), then `await lock.acquire(); await lock.release()`; ' +
+      `ours once with REDISLOCK_RS_ENGINE=js (JS-thread engine, the default) and once with =tokio. On the main redis-server (${Rs.server}). ` +
+      `Each contender in a child process of its own, interleaved and rotated per round (${cfg.rounds} round(s)), medians. ` +
+      `Uncontended: every worker its own key, ${cfg.duration} ms after a ${cfg.warmup} ms warm-up. ` +
+      `Contention (Mutex, informational, no target): ${cfg.contentionWorkers} workers on ONE key, a new Mutex per cycle with \`acquireTimeout: 600000, retryInterval: <delay>\`, a ${cfg.csMs} ms critical section, ${cfg.contentionDuration} ms. ` +
+      'Redis cmds/cycle = the INFO commandstats delta / cycles (incl. the commands run inside Lua). Targets, same-run ratios, judged on the JS-thread engine (the tokio engine\'s ratios given too, informational): ' +
+      Object.entries(SEMAPHORE_FACE_TARGETS).map(([c, x]) => `≥ ${x}× at ${workersLabel(c)}`).join(', ') + ', for both kinds.',
+    ''
+  ]
+  for (const [kind, Kind] of SEMAPHORE_FACE_KINDS) {
+    for (const [c, sc] of Object.entries(Rs.uncontended[kind] || {})) {
+      parts.push(`### redis-semaphore face, ${Kind}${kind === 'semaphore' ? ` (limit ${cfg.semaphoreFaceLimit})` : ''}, uncontended: ${workersLabel(c)}, each on its own key`, '', semaphoreFaceTable(sc, semPeer(kind)), '')
+    }
+  }
+  for (const [d, sc] of Object.entries(Rs.contention || {})) {
+    parts.push(`### redis-semaphore face, Mutex, contention: ${cfg.contentionWorkers} workers on one key, retryInterval ${d} ms, ${cfg.csMs} ms critical section`, '', semaphoreFaceContentionTable(sc), '')
+  }
+  parts.push(...checks.map(line), '', ...semaphoreFaceContention(Rs).map((t) => `- ${t}`), '')
+  parts.push('For the README\'s table (ours, JS-thread engine / tokio engine, ÷ redis-semaphore, cycles/s; bold: below the target):', '',
+    '| kind | ' + (cfg.semaphoreFaceWorkers || []).map((c) => workersLabel(c)).join(' | ') + ' |',
+    '|---|' + (cfg.semaphoreFaceWorkers || []).map(() => '---:|').join(''), ...semaphoreFaceReadmeRows(Rs), '')
+  return parts
+}
+
 function clusterSection (Rc, cfg) {
   const n = Rc.primaries.length
   const parts = [
@@ -598,10 +732,11 @@ const pkgVersion = (p) => { try { return require(`${p}/package.json`).version } 
 /**
  * The markdown report. `cfg` is the run's configuration (index.js); `rchecks`
  * from redissonChecks, `wchecks` from wakeChecks, `qchecks` from
- * quorumChecks, `fchecks` from redlockFaceChecks. A partial run (BENCH_SECTIONS) renders the sections it ran
- * only.
+ * quorumChecks, `fchecks` from redlockFaceChecks, `schecks` from
+ * semaphoreFaceChecks. A partial run (BENCH_SECTIONS) renders the sections
+ * it ran only.
  */
-function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks = [], fchecks = []) {
+function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks = [], fchecks = [], schecks = []) {
   const ran = (section) => !cfg.sections || cfg.sections.includes(section)
   const m = meta.machine
   const changed = ['git', 'dirty', 'addon'].filter((k) => meta.machineAtEnd && meta.machineAtEnd[k] !== m[k])
@@ -658,9 +793,10 @@ function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks 
   if (R.wake) parts.push(...wakeSection(R.wake, wchecks, cfg))
   if (R.quorum) parts.push(...quorumSection(R.quorum, qchecks, cfg))
   if (R.redlockFace) parts.push(...redlockFaceSection(R.redlockFace, fchecks, cfg))
+  if (R.semaphoreFace) parts.push(...semaphoreFaceSection(R.semaphoreFace, schecks, cfg))
   if (R.cluster) parts.push(...clusterSection(R.cluster, cfg))
   if (others.length || !cfg.partial) parts.push('## Other checks (from earlier issues)', '', ...others.map(line), '')
   return parts.join('\n')
 }
 
-module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, redlockFaceChecks, redlockFaceContention, clusterRatios, render, machine, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM, RS_CLUSTER, RS_REDLOCK }
+module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, redlockFaceChecks, redlockFaceContention, semaphoreFaceChecks, semaphoreFaceContention, clusterRatios, render, machine, pkgVersion, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM, RS_CLUSTER, RS_REDLOCK, SEMAPHORE_FACE_RS }
