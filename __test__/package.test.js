@@ -90,7 +90,8 @@ describe('npm/ platform packages', () => {
     assert.equal(pkg.scripts.version, 'napi version && git add npm')
     assert.equal(pkg.scripts.prepublishOnly, 'napi prepublish -t npm')
     assert.match(pkg.scripts.build, /^napi build --platform --release --js binding\.js --dts binding\.d\.ts/)
-    assert.deepEqual(pkg.files.sort(), ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'lib/',
+    assert.deepEqual(pkg.bin, { 'redislock-rs': 'bin/redislock-rs.js' })
+    assert.deepEqual(pkg.files.sort(), ['bin/', 'binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'lib/',
       'redisson.d.ts', 'redisson.js', 'redisson.mjs', 'redlock-v5.d.ts', 'redlock-v5.js', 'redlock-v5.mjs',
       'redlock.d.ts', 'redlock.js', 'redlock.mjs', 'semaphore.d.ts', 'semaphore.js', 'semaphore.mjs'])
     assert.deepEqual(pkg.exports['.'], { types: './index.d.ts', require: './index.js', import: './index.mjs' })
@@ -228,7 +229,7 @@ describe('packed and installed into a fresh project', () => {
 
   test('the main tarball holds only what users need; the platform tarball only its binary', () => {
     const mainFiles = packed.main.files.map((f) => f.path).sort()
-    const expected = ['binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'package.json',
+    const expected = ['bin/redislock-rs.js', 'binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'package.json',
       'redisson.d.ts', 'redisson.js', 'redisson.mjs', 'redlock.d.ts', 'redlock.js', 'redlock.mjs',
       'redlock-v5.d.ts', 'redlock-v5.js', 'redlock-v5.mjs', 'semaphore.d.ts', 'semaphore.js', 'semaphore.mjs',
       ...fs.readdirSync(path.join(root, 'lib'), { recursive: true }).filter((f) => f.endsWith('.js')).map((f) => `lib/${f}`),
@@ -240,6 +241,13 @@ describe('packed and installed into a fresh project', () => {
     assert.deepEqual(platformFiles, [...['README.md'].filter((f) => fs.existsSync(path.join(tmp, 'stage', 'npm', platform, f))), binary, 'package.json'].sort())
     const size = packed.platform.files.find((f) => f.path === binary).size
     assert.equal(size, fs.statSync(path.join(root, binary)).size)
+  })
+
+  test('the installed bin runs from the fresh project', () => {
+    const bin = path.join(project, 'node_modules', '.bin', 'redislock-rs')
+    const res = spawnSync(bin, ['--help'], { cwd: project, env, encoding: 'utf8' })
+    assert.equal(res.status, 0, `${res.stdout}${res.stderr}`)
+    assert.match(res.stdout, /^redislock-rs: a Redis lock for shell scripts/)
   })
 
   test('cargo is not reachable from the fresh project', () => {
