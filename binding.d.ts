@@ -26,23 +26,23 @@ export declare class Completer {
    * r" An operation of the redislock face's options beyond redislock 1.3.0
    * r" (`nums` by `Slot`).
    */
-  lockx(endpoint: number, id: number, op: LockOp, key: string, token: string, nums: Array<number>): void
+  lockx(endpoint: number, id: number, op: LockOp, key: string, token: string, nums: Float64Array): void
   /** r" A Redlock operation on several endpoints (`nums` by `Slot`). */
-  quorum(endpoints: Array<number>, id: number, op: LockOp, key: string, token: string, nums: Array<number>): void
+  quorum(endpoints: Array<number>, id: number, op: LockOp, key: string, token: string, nums: Float64Array): void
   /**
    * r" A node-redlock operation: script set `scripts`, resources `keys`
    * r" (`nums` by `Slot`).
    */
-  redlock(endpoints: Array<number>, id: number, op: LockOp, scripts: number, keys: Array<string>, value: string, nums: Array<number>): void
+  redlock(endpoints: Array<number>, id: number, op: LockOp, scripts: number, keys: Array<string>, value: string, nums: Float64Array): void
   /**
    * r" A redis-semaphore face operation: the mutex or semaphore at `key`
    * r" for holder `identifier` (`nums` by `Slot`).
    */
-  semaphore(endpoint: number, id: number, op: LockOp, key: string, identifier: string, nums: Array<number>): void
+  semaphore(endpoint: number, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
   /** r" The same for the Redlock variants, on several endpoints. */
-  semaphores(endpoints: Array<number>, id: number, op: LockOp, key: string, identifier: string, nums: Array<number>): void
+  semaphores(endpoints: Array<number>, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
   /** r" A Redisson face operation (`nums` by `Slot`). */
-  redisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Array<number>): void
+  redisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Float64Array): void
 }
 
 /**
@@ -224,19 +224,19 @@ export declare function loopExtend(endpoint: number, id: number, key: string, to
  * r" An operation of the redislock face's options beyond redislock 1.3.0
  * r" (`nums` by `Slot`).
  */
-export declare function loopLockx(endpoint: number, id: number, op: LockOp, key: string, token: string, nums: Array<number>): void
+export declare function loopLockx(endpoint: number, id: number, op: LockOp, key: string, token: string, nums: Float64Array): void
 
 /** r" A Redlock operation on several endpoints (`nums` by `Slot`). */
-export declare function loopQuorum(endpoints: Array<number>, id: number, op: LockOp, key: string, token: string, nums: Array<number>): void
+export declare function loopQuorum(endpoints: Array<number>, id: number, op: LockOp, key: string, token: string, nums: Float64Array): void
 
 /** r" A Redisson face operation (`nums` by `Slot`). */
-export declare function loopRedisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Array<number>): void
+export declare function loopRedisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Float64Array): void
 
 /**
  * r" A node-redlock operation: script set `scripts`, resources `keys`
  * r" (`nums` by `Slot`).
  */
-export declare function loopRedlock(endpoints: Array<number>, id: number, op: LockOp, scripts: number, keys: Array<string>, value: string, nums: Array<number>): void
+export declare function loopRedlock(endpoints: Array<number>, id: number, op: LockOp, scripts: number, keys: Array<string>, value: string, nums: Float64Array): void
 
 /** r" Deletes `key` if `token` holds it: `false` when not ours. */
 export declare function loopRelease(endpoint: number, id: number, key: string, token: string): void
@@ -245,10 +245,10 @@ export declare function loopRelease(endpoint: number, id: number, key: string, t
  * r" A redis-semaphore face operation: the mutex or semaphore at `key`
  * r" for holder `identifier` (`nums` by `Slot`).
  */
-export declare function loopSemaphore(endpoint: number, id: number, op: LockOp, key: string, identifier: string, nums: Array<number>): void
+export declare function loopSemaphore(endpoint: number, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
 
 /** r" The same for the Redlock variants, on several endpoints. */
-export declare function loopSemaphores(endpoints: Array<number>, id: number, op: LockOp, key: string, identifier: string, nums: Array<number>): void
+export declare function loopSemaphores(endpoints: Array<number>, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
 
 /**
  * How an operation ended; the binding exports the table for

@@ -117,7 +117,7 @@ pub(crate) fn lockx<E: Engine>(
     op: LockOp,
     key: String,
     token: String,
-    nums: Vec<f64>,
+    nums: &[f64],
 ) -> impl Future<Output = Result<Reply>> {
     let nums = Nums::new(nums);
     let cancel = nums.as_ref().ok().and_then(cancel_slot_of);

@@ -91,7 +91,7 @@ pub(crate) fn quorum<E: Engine>(
     op: LockOp,
     key: String,
     token: String,
-    nums: Vec<f64>,
+    nums: &[f64],
 ) -> impl Future<Output = Result<Reply>> {
     let nums = Nums::new(nums);
     let cancel = acquire_slot(op, &nums);

@@ -157,7 +157,7 @@ impl Request {
 
 /// A Redisson operation on endpoint `endpoint`, on engine `E`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn redisson<E: Engine>(
+pub(crate) fn redisson<E: Engine>(
     endpoint: u32,
     op: RedissonOp,
     name: String,
@@ -165,17 +165,21 @@ pub(crate) async fn redisson<E: Engine>(
     field: String,
     aux: String,
     adapter: String,
-    nums: Vec<f64>,
-) -> Result<Reply> {
-    let nums = Nums::new(nums)?;
-    let req = Request::parse(op, name, channel, field, aux, &adapter, &nums)?;
-    let target = target(endpoint)?;
-    // As for lockx: a replica-acknowledged tryLock on a lane.
-    let route = match req.acknowledged() {
-        true => E::lane(endpoint, &target),
-        false => E::shared(endpoint)?,
-    };
-    run(req, target, || E::connect(&route), E::timer()).await
+    nums: &[f64],
+) -> impl Future<Output = Result<Reply>> {
+    // The numbers are read now: the typed array is JavaScript's, for this call only.
+    let nums = Nums::new(nums);
+    async move {
+        let nums = nums?;
+        let req = Request::parse(op, name, channel, field, aux, &adapter, &nums)?;
+        let target = target(endpoint)?;
+        // As for lockx: a replica-acknowledged tryLock on a lane.
+        let route = match req.acknowledged() {
+            true => E::lane(endpoint, &target),
+            false => E::shared(endpoint)?,
+        };
+        run(req, target, || E::connect(&route), E::timer()).await
+    }
 }
 
 /// Runs `req` against `target` over a connection from `connect` (called

@@ -45,7 +45,7 @@ pub(crate) fn redlock<E: Engine>(
     script_set: u32,
     keys: Vec<String>,
     value: String,
-    nums: Vec<f64>,
+    nums: &[f64],
 ) -> impl Future<Output = Result<Reply>> {
     let nums = Nums::new(nums);
     let cancel = acquire_slot(op, &nums);

@@ -100,7 +100,7 @@ pub(crate) fn semaphore<E: Engine>(
     op: LockOp,
     key: String,
     identifier: String,
-    nums: Vec<f64>,
+    nums: &[f64],
 ) -> impl Future<Output = Result<Reply>> {
     let nums = Nums::new(nums);
     let cancel = nums.as_ref().ok().and_then(cancel_slot_of);
@@ -202,7 +202,7 @@ pub(crate) fn semaphores<E: Engine>(
     op: LockOp,
     key: String,
     identifier: String,
-    nums: Vec<f64>,
+    nums: &[f64],
 ) -> impl Future<Output = Result<Reply>> {
     let nums = Nums::new(nums);
     let cancel = nums.as_ref().ok().and_then(cancel_slot_of);

@@ -53,20 +53,21 @@ pub enum Slot {
     Count = 18,
 }
 
-/// An operation's numbers, as JavaScript sent them.
-pub(crate) struct Nums(Vec<f64>);
+/// An operation's numbers, as JavaScript sent them (a `Float64Array`,
+/// read in place: an array of numbers costs a conversion per element).
+pub(crate) struct Nums([f64; Slot::Count as usize]);
 
 impl Nums {
-    /// Checks that `nums` has one number per slot.
-    pub(crate) fn new(nums: Vec<f64>) -> Result<Nums> {
-        if nums.len() != Slot::Count as usize {
-            return Err(Error::InvalidArgument(format!(
+    /// Checks that `nums` has one number per slot, and copies them.
+    pub(crate) fn new(nums: &[f64]) -> Result<Nums> {
+        let whole = <[f64; Slot::Count as usize]>::try_from(nums).map_err(|_| {
+            Error::InvalidArgument(format!(
                 "expected {} numbers, got {}",
                 Slot::Count as usize,
                 nums.len()
-            )));
-        }
-        Ok(Nums(nums))
+            ))
+        })?;
+        Ok(Nums(whole))
     }
 
     /// The number in `slot`.
