@@ -10,7 +10,7 @@
 
 const { targetFor } = require('../common/targets')
 const { serversFor } = require('../common/servers')
-const { Lock, defaultTimeoutOptions, kTarget } = require('./lock')
+const { Lock, defaultTimeoutOptions, setTarget } = require('./lock')
 const { LostLockError, TimeoutError } = require('./errors')
 
 function targetOf (client, what) {
@@ -41,7 +41,7 @@ class RedisMutex extends Lock {
     checkKey(key)
     this._client = client
     this._key = `mutex:${key}`
-    this[kTarget] = target
+    setTarget(this, target)
   }
 }
 
@@ -82,7 +82,7 @@ class RedlockMutex extends Lock {
     checkKey(key)
     this._clients = clients
     this._key = `mutex:${key}`
-    this[kTarget] = servers
+    setTarget(this, servers)
   }
 }
 

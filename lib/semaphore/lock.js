@@ -17,7 +17,9 @@
 
 const crypto = require('crypto')
 const { start } = require('../native/bridge')
-const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { Yes: YES }, nums } = require('../native/wire')
+const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { Yes: YES }, Slot, nums } = require('../native/wire')
+
+const { Flags: SLOT_FLAGS, Env: SLOT_ENV, Hold: SLOT_HOLD, MaxLagMs: SLOT_MAX_LAG, Cancel: SLOT_CANCEL } = Slot
 const native = require('../native/loader')
 const keeper = require('../common/keeper')
 const { LostLockError, TimeoutError } = require('./errors')
@@ -34,15 +36,15 @@ function defaultOnLockLost (err) {
   throw err
 }
 
-// Hidden per-lock state: where its operations go, its hold with the
-// keeper, and its lost-lock signal's controller.
-const kTarget = Symbol('redislock-rs.target')
-const kHold = Symbol('redislock-rs.hold')
-const kController = Symbol('redislock-rs.controller')
-const kWake = Symbol('redislock-rs.wake')
+// Hidden per-lock state, in one non-enumerable property (the lock keeps
+// redis-semaphore's own properties): where its operations go (`target`),
+// its hold with the keeper, its lost-lock signal's controller, the
+// wakeOnRelease flag and the numbers every operation sends (made once).
+const kState = Symbol('redislock-rs.state')
 
-function hidden (lock, symbol, value) {
-  Object.defineProperty(lock, symbol, { value, writable: true })
+/** Sets where `lock`'s operations go (the classes' constructors). */
+function setTarget (lock, target) {
+  lock[kState].target = target
 }
 
 class Lock {
@@ -88,10 +90,9 @@ class Lock {
     this._acquireOptions = { lockTimeout, acquireTimeout, acquireAttemptsLimit, retryInterval, identifier: this._identifier }
     this._refreshTimeInterval = refreshInterval
     this._onLockLost = onLockLost
-    hidden(this, kTarget, null)
-    hidden(this, kHold, 0)
-    hidden(this, kController, null)
-    hidden(this, kWake, wakeOnRelease === true ? F_WAKE : 0)
+    Object.defineProperty(this, kState, {
+      value: { target: null, hold: 0, controller: null, wake: wakeOnRelease === true ? F_WAKE : 0, base: null }
+    })
   }
 
   get identifier () {
@@ -108,8 +109,9 @@ class Lock {
    * A new one after each acquire.
    */
   get signal () {
-    if (this[kController] === null) this[kController] = new AbortController()
-    return this[kController].signal
+    const st = this[kState]
+    if (st.controller === null) st.controller = new AbortController()
+    return st.controller.signal
   }
 
   async acquire (abortSignal) {
@@ -126,15 +128,16 @@ class Lock {
     if (!acquired) return false
     this._acquired = true
     this._acquiredExternally = false
-    this[kController] = null
+    this[kState].controller = null
     if (refresh) this._watch(hold)
     return true
   }
 
   async release () {
-    const hold = this[kHold]
+    const st = this[kState]
+    const hold = st.hold
     if (hold !== 0) keeper.unwatch(hold)
-    this[kHold] = 0
+    st.hold = 0
     if (this._acquired || this._acquiredExternally) {
       const released = this._native(LockOp.Release, hold, null)
       // As theirs: a Redlock variant's release never fails.
@@ -146,10 +149,11 @@ class Lock {
 
   /** Stops refreshing (the lock then expires by its lockTimeout), sending nothing. */
   stopRefresh () {
-    const hold = this[kHold]
+    const st = this[kState]
+    const hold = st.hold
     if (hold === 0) return
     keeper.unwatch(hold)
-    this[kHold] = 0
+    st.hold = 0
     const t = this._target()
     try { native.keeperDrop(firstEndpoint(t), t.prefix + this._key, this._identifier) } catch (_) {}
   }
@@ -175,17 +179,18 @@ class Lock {
   }
 
   _watch (hold) {
-    this[kHold] = hold
-    const t = this._target()
+    const st = this[kState]
+    st.hold = hold
+    const t = st.target
     const where = { endpoint: firstEndpoint(t), key: t.prefix + this._key, token: this._identifier }
     keeper.watch(hold, this, where, () => {
-      if (this[kHold] !== hold) return
-      this[kHold] = 0
+      if (st.hold !== hold) return
+      st.hold = 0
       if (!this._acquired) return
       this._acquired = false
       const err = new LostLockError(`Lost ${this._kind} for key ${this._key}`)
-      if (this[kController] === null) this[kController] = new AbortController()
-      this[kController].abort(err)
+      if (st.controller === null) st.controller = new AbortController()
+      st.controller.abort(err)
       // As theirs: onLockLost runs as a method of the lock, and what it
       // throws (the default throws `err`) is an unhandled rejection.
       Promise.resolve().then(() => this._onLockLost(err))
@@ -193,26 +198,24 @@ class Lock {
   }
 
   _target () {
-    return this[kTarget]
+    return this[kState].target
   }
 
   /** One native operation; resolves true for a yes. */
   _native (op, hold, cancel) {
-    const t = this._target()
-    const o = this._acquireOptions
-    const args = nums({
-      time: o.lockTimeout,
-      limit: this._limit || 0,
-      permits: this._permits || 0,
-      attempts: o.acquireAttemptsLimit === Number.POSITIVE_INFINITY ? -1 : o.acquireAttemptsLimit,
-      waitMs: o.acquireTimeout === Number.POSITIVE_INFINITY ? -1 : Math.ceil(o.acquireTimeout),
-      delay: Math.ceil(o.retryInterval),
-      flags: (hold !== 0 ? F_KEEP : 0) | (op === LockOp.Extend ? 0 : this[kWake]),
-      hold,
-      env: hold !== 0 || cancel !== null ? keeper.envId() : 0,
-      maxLagMs: hold !== 0 ? Math.max(30000, 3 * o.lockTimeout) : 0,
-      cancel: cancel === null ? 0 : cancel
-    })
+    const st = this[kState]
+    const t = st.target
+    // The lock's own numbers are the same for every operation: made once,
+    // copied per operation with the hold, flags and cancel filled in.
+    if (st.base === null) st.base = baseNumbers(this)
+    const args = st.base.slice()
+    args[SLOT_FLAGS] = (hold !== 0 ? F_KEEP : 0) | (op === LockOp.Extend ? 0 : st.wake)
+    if (hold !== 0 || cancel !== null) args[SLOT_ENV] = keeper.envId()
+    if (hold !== 0) {
+      args[SLOT_HOLD] = hold
+      args[SLOT_MAX_LAG] = Math.max(30000, 3 * this._acquireOptions.lockTimeout)
+    }
+    if (cancel !== null) args[SLOT_CANCEL] = cancel
     const key = t.prefix + this._key
     const identifier = this._identifier
     if (t.endpoints !== undefined) {
@@ -225,6 +228,19 @@ class Lock {
       t.engine.semaphore(t.endpoint, id, op, key, identifier, args)
     }, Promise)
   }
+}
+
+/** The numbers of every operation of `lock` (lib/native/wire.js `nums`). */
+function baseNumbers (lock) {
+  const o = lock._acquireOptions
+  return nums({
+    time: o.lockTimeout,
+    limit: lock._limit || 0,
+    permits: lock._permits || 0,
+    attempts: o.acquireAttemptsLimit === Number.POSITIVE_INFINITY ? -1 : o.acquireAttemptsLimit,
+    waitMs: o.acquireTimeout === Number.POSITIVE_INFINITY ? -1 : Math.ceil(o.acquireTimeout),
+    delay: Math.ceil(o.retryInterval)
+  })
 }
 
 function settle (lock, _, outcome, err, resolve, reject) {
@@ -248,4 +264,4 @@ function ms (v, name, min, infinite) {
   }
 }
 
-module.exports = { Lock, defaultTimeoutOptions, kTarget }
+module.exports = { Lock, defaultTimeoutOptions, setTarget }
