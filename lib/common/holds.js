@@ -7,17 +7,22 @@
  */
 
 const { lockLost } = require('./errors')
+const trace = require('./trace')
 
 /** A hold with no signal made yet and not lost. */
 function newHold () {
   return { controller: null, lost: null }
 }
 
-/** Marks `hold` lost for `reason` (once) and aborts its signal. */
-function lose (hold, reason, key) {
+/**
+ * Marks `hold` lost for `reason` (once), aborts its signal and tells the
+ * `redislock-rs:lost` channel (`face` names the face).
+ */
+function lose (hold, reason, key, face) {
   if (hold.lost !== null) return
   hold.lost = lockLost(reason, key)
   if (hold.controller !== null) hold.controller.abort(hold.lost)
+  trace.lost(face, [key], reason, hold.lost)
 }
 
 /** The AbortSignal of `hold` (null: no hold yet), already aborted if lost. */

@@ -9,7 +9,8 @@ const { start, rejected, tokioEngineFor } = require('../native/bridge')
 const { targetFor } = require('../common/targets')
 const keeper = require('../common/keeper')
 const { lose } = require('../common/holds')
-const { keeperRemaining } = require('../native/loader')
+const { keeperRemaining, endpointName } = require('../native/loader')
+const { instrument } = require('../common/trace')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('../common/errors')
 const { signalOption, abortable } = require('../common/abort')
 const {
@@ -71,7 +72,7 @@ function settleAcquireX (lock, ctx, outcome, err, resolve, reject, value) {
   lock[kHold] = hold
   if (ctx.flags & F_KEEP) {
     const where = { endpoint: lock[kEndpoint], key: lock[kPrefix] + ctx.key, token: lock._id }
-    keeper.watch(ctx.hold, lock, where, (reason) => lose(hold, reason, ctx.key))
+    keeper.watch(ctx.hold, lock, where, (reason) => lose(hold, reason, ctx.key, 'redislock'))
   }
   resolve(ctx.tryOnly ? true : undefined)
 }
@@ -83,7 +84,7 @@ function settleRelease (lock, key, released, err, resolve, reject) {
   const hold = lock[kHold]
   forget(lock)
   if (!released) {
-    lose(hold, 'expired', key)
+    lose(hold, 'expired', key, 'redislock')
     return reject(new LockReleaseError('Lock on "' + key + '" had expired'))
   }
   resolve()
@@ -96,7 +97,7 @@ function settleExtend (lock, key, extended, err, resolve, reject, value) {
     // Not acknowledged by enough replicas: the native side released it.
     if (e.cause && e.cause.code === 'ERR_NOT_REPLICATED') {
       forget(lock)
-      lose(hold, 'expired', key)
+      lose(hold, 'expired', key, 'redislock')
     }
     return reject(e)
   }
@@ -107,7 +108,7 @@ function settleExtend (lock, key, extended, err, resolve, reject, value) {
     return resolve()
   }
   forget(lock)
-  lose(hold, 'expired', key)
+  lose(hold, 'expired', key, 'redislock')
   reject(new LockExtendError('Lock on "' + key + '" had expired'))
 }
 
@@ -318,5 +319,17 @@ Lock._defaults = {
 
 /** Locks held by this process, by `_id`, in acquisition order. */
 Lock._acquiredLocks = new Map()
+
+// diagnostics_channel (lib/common/trace.js).
+instrument(Lock.prototype, 'redislock', (lock) => ({ kind: 'lock', servers: [endpointName(lock[kEndpoint])] }), {
+  acquire: { op: 'acquire', keys: (lock, args) => [args[0]], outcome: () => 'granted', after: fencingOf },
+  tryAcquire: { op: 'acquire', keys: (lock, args) => [args[0]], outcome: (got) => got ? 'granted' : 'held', after: fencingOf },
+  release: { op: 'release', keys: (lock) => [lock._key], outcome: () => 'released' },
+  extend: { op: 'extend', keys: (lock) => [lock._key], outcome: () => 'extended' }
+})
+
+function fencingOf (lock, ctx) {
+  if (lock.fencingToken !== undefined && lock.fencingToken !== null) ctx.fencingToken = lock.fencingToken
+}
 
 module.exports = Lock

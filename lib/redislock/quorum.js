@@ -21,6 +21,7 @@ const {
 } = require('../common/lock-base')
 
 const { LockOp, Flag: { Wake: F_WAKE, Keep: F_KEEP }, nums } = require('../native/wire')
+const { instrument } = require('../common/trace')
 const now = () => performance.now()
 
 // Hidden per-lock state (lib/common/lock-base.js): the shared symbols, and
@@ -98,7 +99,7 @@ function settleAcquire (lock, ctx, outcome, err, resolve, reject, value) {
   lock[kHold] = hold
   if (lock[kAutoExtend] !== null) {
     const where = { endpoint: lock[kEndpoints][0], key: lock[kPrefix] + key, token: lock._id }
-    keeper.watch(hold.id, lock, where, (reason) => holds.lose(hold, reason, key))
+    keeper.watch(hold.id, lock, where, (reason) => holds.lose(hold, reason, key, 'redislock'))
   }
   resolve(ctx.tryOnly ? true : undefined)
 }
@@ -112,7 +113,7 @@ function settleRelease (lock, key, outcome, err, resolve, reject, value) {
   if (!r.granted) {
     const n = r.servers.length
     const done = r.servers.filter((s) => s.outcome === 'released').length
-    holds.lose(lock[kHold], holds.lostReason(r), key)
+    holds.lose(lock[kHold], holds.lostReason(r), key, 'redislock')
     const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
       ? `Lock on "${key}" had expired`
       : `Lock on "${key}" was released on ${done} of ${n} servers, needed ${r.quorum}: ${tally(r.servers)} (the rest expire by their TTL)`
@@ -129,7 +130,7 @@ function settleExtend (lock, key, outcome, err, resolve, reject, value) {
     return resolve()
   }
   forget(lock)
-  holds.lose(lock[kHold], holds.lostReason(r), key)
+  holds.lose(lock[kHold], holds.lostReason(r), key, 'redislock')
   const n = r.servers.length
   const done = r.servers.filter((s) => s.outcome === 'extended').length
   const msg = done === 0 && r.servers.every((s) => s.outcome === 'not-ours')
@@ -306,5 +307,13 @@ class QuorumLock extends TokenLockBase {
     }
   }
 }
+
+// diagnostics_channel (lib/common/trace.js).
+instrument(QuorumLock.prototype, 'redislock', (lock) => ({ kind: 'quorum', servers: lock[kServerNames] }), {
+  acquire: { op: 'acquire', keys: (lock, args) => [args[0]], outcome: () => 'granted' },
+  tryAcquire: { op: 'acquire', keys: (lock, args) => [args[0]], outcome: (got) => got ? 'granted' : 'held' },
+  release: { op: 'release', keys: (lock) => [lock._key], outcome: () => 'released' },
+  extend: { op: 'extend', keys: (lock) => [lock._key], outcome: () => 'extended' }
+})
 
 module.exports = QuorumLock

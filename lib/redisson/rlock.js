@@ -10,7 +10,7 @@
 
 const { randomUUID } = require('crypto')
 const { start } = require('../native/bridge')
-const { keySlot } = require('../native/loader')
+const { keySlot, endpointName } = require('../native/loader')
 const keeper = require('../common/keeper')
 const { RedissonLockError, nativeMessage } = require('../common/errors')
 const { newHold, lose } = require('../common/holds')
@@ -18,6 +18,7 @@ const { LockBase, kHold } = require('../common/lock-base')
 const { TimeUnit } = require('./timeunit')
 
 const { RedissonOp: { TryLock: TRY_LOCK, Unlock: UNLOCK, ForceUnlock: FORCE_UNLOCK, IsLocked: IS_LOCKED }, Outcome, nums } = require('../native/wire')
+const { instrument } = require('../common/trace')
 // An unlock that released the last hold answers with a value (src/node/ops/redisson.rs).
 const RELEASED = Outcome.Value
 const YES = Outcome.Yes
@@ -96,7 +97,7 @@ function settleTryLock (lock, ctx, outcome, err, resolve, reject) {
       w.holds.add(lock[kHold])
       keeper.watch(w.id, lock, null, function (reason) {
         watched.delete(w.key)
-        for (const h of w.holds) lose(h, reason, lock[kName])
+        for (const h of w.holds) lose(h, reason, lock[kName], 'redisson')
       })
     }
   }
@@ -114,7 +115,7 @@ function endHolds (lock, lostReason) {
       keeper.unwatch(w.id)
     }
   }
-  if (lostReason !== null && lock[kHold] !== null) lose(lock[kHold], lostReason, lock[kName])
+  if (lostReason !== null && lock[kHold] !== null) lose(lock[kHold], lostReason, lock[kName], 'redisson')
 }
 
 function settleUnlock (lock, _, outcome, err, resolve, reject) {
@@ -285,5 +286,12 @@ function forgetInstance (id) {
     }
   }
 }
+
+// diagnostics_channel (lib/common/trace.js); lock() is traced as its tryLock.
+instrument(RLock.prototype, 'redisson', (lock) => ({ kind: 'rlock', servers: [endpointName(lock[kRedisson]._target.endpoint)] }), {
+  tryLock: { op: 'acquire', keys: (lock) => [lock[kName]], outcome: (got) => got ? 'granted' : 'held' },
+  unlock: { op: 'release', keys: (lock) => [lock[kName]], outcome: () => 'released' },
+  forceUnlock: { op: 'release', keys: (lock) => [lock[kName]], outcome: (done) => done ? 'released' : 'not-held' }
+})
 
 module.exports = { RLock, prefixName, forgetInstance }

@@ -59,7 +59,7 @@ Object.defineProperty(Lock.prototype, 'signal', {
 /** Marks `lock` lost as `report` (not granted) says, once, and aborts its signal. */
 function loseLock (lock, report) {
   if (lock === null || typeof lock !== 'object') return
-  holds.lose(holds.holdOf(lock), holds.lostReason(report), [].concat(lock.resource).join(','))
+  holds.lose(holds.holdOf(lock), holds.lostReason(report), [].concat(lock.resource).join(','), 'redlock')
 }
 
 module.exports = { Lock, LockError, loseLock }

@@ -19,6 +19,7 @@ const { redlockScripts, redlockScriptSet } = require('../native/loader')
 const { LockOp, Flag: { Wake: F_WAKE }, Outcome: { Yes: YES }, nums } = require('../native/wire')
 const { serversFor } = require('../common/servers')
 const { randomHex16 } = require('../common/random')
+const { instrument } = require('../common/trace')
 const { Lock, LockError, loseLock } = require('./lock')
 const { retryFields, serverTimeout, RELEASE_TIMEOUT_MS, crossSlot } = require('./attempts')
 
@@ -98,7 +99,7 @@ Redlock.prototype.lockWithOptions = function lockWithOptions (resource, ttl, opt
 /** A Bluebird disposer for `Promise.using`: the lock, unlocked after use. */
 Redlock.prototype.disposer = function disposer (resource, ttl, errorHandler) {
   errorHandler = errorHandler || function (err) {} // eslint-disable-line no-unused-vars
-  return this._lock(resource, null, ttl, {}).disposer(function (lock) {
+  return this.lock(resource, ttl).disposer(function (lock) {
     return lock.unlock().catch(errorHandler)
   })
 }
@@ -246,6 +247,24 @@ function wrapped (err, attempts) {
   const e = new LockError(err && err.message, attempts)
   e.cause = err
   return e
+}
+
+// diagnostics_channel (lib/common/trace.js). Lock#unlock and Lock#extend
+// come through these; disposer() is traced by its lock and unlock.
+const about = (redlock) => ({ kind: 'redlock', servers: redlock[kServers].names })
+const resourceKeys = (r) => [].concat(r).map(String)
+instrument(Redlock.prototype, 'redlock', about, {
+  lock: { op: 'acquire', keys: (r, args) => resourceKeys(args[0]), outcome: () => 'granted', after: attemptsOf },
+  lockWithOptions: { op: 'acquire', keys: (r, args) => resourceKeys(args[0]), outcome: () => 'granted', after: attemptsOf },
+  unlock: { op: 'release', keys: (r, args) => resourceKeys(args[0] && args[0].resource), outcome: () => 'released' },
+  extend: { op: 'extend', keys: (r, args) => resourceKeys(args[0] && args[0].resource), outcome: () => 'extended', after: attemptsOf }
+})
+Redlock.prototype.acquire = Redlock.prototype.lock
+Redlock.prototype.acquireWithOptions = Redlock.prototype.lockWithOptions
+Redlock.prototype.release = Redlock.prototype.unlock
+
+function attemptsOf (redlock, ctx) {
+  if (ctx.result && typeof ctx.result.attempts === 'number') ctx.attempts = ctx.result.attempts
 }
 
 module.exports = Redlock

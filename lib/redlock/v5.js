@@ -22,6 +22,8 @@ const { randomHex16 } = require('../common/random')
 const keeper = require('../common/keeper')
 const { lockLost } = require('../common/errors')
 const holds = require('../common/holds')
+const trace = require('../common/trace')
+const { instrument } = trace
 
 const SCRIPTS = redlockScripts(5)
 
@@ -85,7 +87,7 @@ class Lock {
 
 /** Marks `lock` lost as `report` (not granted) says, once, and aborts its signal. */
 function loseLock (lock, report) {
-  holds.lose(holds.holdOf(lock), holds.lostReason(report), lock.resources.join(','))
+  holds.lose(holds.holdOf(lock), holds.lostReason(report), lock.resources.join(','), 'redlock5')
 }
 
 // Hidden per-instance state: the servers (in the order of `clients`), the
@@ -239,6 +241,7 @@ class Redlock extends EventEmitter {
     const where = { endpoint: servers.endpoints[0], key: servers.prefix + resources[0], token: value }
     keeper.watch(hold, lock, where, (reason) => {
       signal.error = lockLost(reason, resources.join(','))
+      trace.lost('redlock5', resources.slice(), reason, signal.error)
       controller.abort(signal.error)
     })
     let failed = false
@@ -351,6 +354,18 @@ function keysOf (redlock, resources) {
   }
   const prefix = redlock[kServers].prefix
   return resources.map((r) => prefix + r)
+}
+
+// diagnostics_channel (lib/common/trace.js). Lock#release and Lock#extend
+// come through these; using() is traced by its own lost-lock report.
+instrument(Redlock.prototype, 'redlock5', (r) => ({ kind: 'redlock', servers: r[kServers].names }), {
+  acquire: { op: 'acquire', keys: (r, args) => [].concat(args[0]).map(String), outcome: () => 'granted', after: votesOf },
+  release: { op: 'release', keys: (r, args) => [].concat(args[0] && args[0].resources).map(String), outcome: () => 'released' },
+  extend: { op: 'extend', keys: (r, args) => [].concat(args[0] && args[0].resources).map(String), outcome: () => 'extended', after: votesOf }
+})
+
+function votesOf (redlock, ctx) {
+  if (ctx.result && Array.isArray(ctx.result.attempts)) ctx.attempts = ctx.result.attempts.length
 }
 
 module.exports = { Redlock, Lock, ExecutionError, ResourceLockedError }

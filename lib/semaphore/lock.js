@@ -21,7 +21,9 @@ const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { Yes: YES }, Slo
 
 const { Flags: SLOT_FLAGS, Env: SLOT_ENV, Hold: SLOT_HOLD, MaxLagMs: SLOT_MAX_LAG, Cancel: SLOT_CANCEL } = Slot
 const native = require('../native/loader')
+const { endpointName } = native
 const keeper = require('../common/keeper')
+const trace = require('../common/trace')
 const { LostLockError, TimeoutError } = require('./errors')
 
 /** redis-semaphore's defaults; one live object, read at each construction (as theirs). */
@@ -115,11 +117,15 @@ class Lock {
   }
 
   async acquire (abortSignal) {
-    const acquired = await this.tryAcquire(abortSignal)
+    const acquired = await this._tryAcquire(abortSignal)
     if (!acquired) throw new TimeoutError(`Acquire ${this._kind} ${this._key} timeout`)
   }
 
-  async tryAcquire (abortSignal) {
+  tryAcquire (abortSignal) {
+    return this._tryAcquire(abortSignal)
+  }
+
+  async _tryAcquire (abortSignal) {
     const refresh = this._refreshTimeInterval > 0
     const hold = refresh ? keeper.holdId() : 0
     const acquired = this._acquiredExternally
@@ -191,6 +197,7 @@ class Lock {
       const err = new LostLockError(`Lost ${this._kind} for key ${this._key}`)
       if (st.controller === null) st.controller = new AbortController()
       st.controller.abort(err)
+      trace.lost('semaphore', [this._key], 'expired', err)
       // As theirs: onLockLost runs as a method of the lock, and what it
       // throws (the default throws `err`) is an unhandled rejection.
       Promise.resolve().then(() => this._onLockLost(err))
@@ -263,5 +270,16 @@ function ms (v, name, min, infinite) {
     throw new Error(`${name} must be a number of milliseconds${min > -Infinity ? ` ≥ ${min}` : ''}; got ${String(v)}`)
   }
 }
+
+// diagnostics_channel (lib/common/trace.js).
+const about = (lock) => {
+  const t = lock[kState].target
+  return { kind: lock._kind, servers: t === null ? [] : (t.names || [endpointName(t.endpoint)]) }
+}
+trace.instrument(Lock.prototype, 'semaphore', about, {
+  acquire: { op: 'acquire', keys: (lock) => [lock._key], outcome: () => 'granted' },
+  tryAcquire: { op: 'acquire', keys: (lock) => [lock._key], outcome: (got) => got ? 'granted' : 'timed-out' },
+  release: { op: 'release', keys: (lock) => [lock._key], outcome: () => 'released' }
+})
 
 module.exports = { Lock, defaultTimeoutOptions, setTarget }

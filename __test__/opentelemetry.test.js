@@ -1,0 +1,164 @@
+'use strict'
+
+/**
+ * The diagnostics_channel channels, through examples/opentelemetry.js and
+ * the real OpenTelemetry SDK (in-memory exporters): a contended acquire is
+ * a span under the caller's active span, with its face, kind, keys,
+ * servers, outcome and the time it waited; a release, an extend and a try
+ * that finds the lock held are spans too; a lost lock is a counted loss
+ * and a span; the redis-semaphore and node-redlock faces publish on the
+ * same channels; and with nobody subscribed nothing is published.
+ */
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const dc = require('node:diagnostics_channel')
+const { trace, context } = require('@opentelemetry/api')
+const { BasicTracerProvider, SimpleSpanProcessor, InMemorySpanExporter } = require('@opentelemetry/sdk-trace-base')
+const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics')
+const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks')
+const R = require('..')
+const S = require('../semaphore')
+const Redlock = require('../redlock')
+const { instrumentLocks } = require('../examples/opentelemetry')
+const { useRedis } = require('./helpers/redis')
+const { sleep } = require('./helpers/wait')
+
+const redis = useRedis()
+let seq = 0
+const fresh = (what) => `otel:${what}:${process.pid}:${seq++}`
+
+class Reader extends MetricReader {
+  async onForceFlush () {}
+  async onShutdown () {}
+}
+
+const exporter = new InMemorySpanExporter()
+const reader = new Reader()
+const contextManager = new AsyncLocalStorageContextManager().enable()
+let tracer
+let stop
+
+before(() => {
+  context.setGlobalContextManager(contextManager)
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
+  tracer = provider.getTracer('test')
+  const meter = new MeterProvider({ readers: [reader] }).getMeter('test')
+  stop = instrumentLocks({ tracer, meter })
+})
+
+after(() => {
+  stop()
+  context.disable()
+})
+
+const spansNamed = (name) => exporter.getFinishedSpans().filter((s) => s.name === name)
+const parentOf = (span) => (span.parentSpanContext || {}).spanId || span.parentSpanId
+
+async function metric (name) {
+  const { resourceMetrics } = await reader.collect()
+  for (const sm of resourceMetrics.scopeMetrics) {
+    for (const m of sm.metrics) if (m.descriptor.name === name) return m.dataPoints
+  }
+  return []
+}
+
+test('a contended acquire is a span under the caller\'s span, with what it waited for and how it ended; a release too', async () => {
+  exporter.reset()
+  const key = fresh('contended')
+  const holder = R.createLock(redis.server.url, { timeout: 5000 })
+  const waiter = R.createLock(redis.server.url, { timeout: 5000, retries: 50, delay: 20, fencing: true })
+  await holder.acquire(key)
+  setTimeout(() => holder.release(), 200)
+  let jobId
+  await tracer.startActiveSpan('job', async (job) => {
+    jobId = job.spanContext().spanId
+    await waiter.acquire(key)
+    await waiter.release()
+    job.end()
+  })
+  const acquires = spansNamed('redislock acquire').filter((s) => parentOf(s) === jobId)
+  assert.equal(acquires.length, 1, 'the waiter\'s acquire, a child of the job')
+  const a = acquires[0].attributes
+  assert.equal(a['redislock.face'], 'redislock')
+  assert.equal(a['redislock.kind'], 'lock')
+  assert.deepEqual(a['redislock.keys'], [key])
+  assert.deepEqual(a['redislock.servers'], [`127.0.0.1:${redis.server.port}/0`])
+  assert.equal(a['redislock.outcome'], 'granted')
+  assert.match(a['redislock.fencing_token'], /^\d+$/)
+  const ms = acquires[0].duration[0] * 1000 + acquires[0].duration[1] / 1e6
+  assert.ok(ms >= 150, `the span covers the wait: ${ms} ms`)
+  const releases = spansNamed('redislock release').filter((s) => parentOf(s) === jobId)
+  assert.equal(releases.length, 1)
+  assert.equal(releases[0].attributes['redislock.outcome'], 'released')
+  const points = await metric('redislock.acquire.duration')
+  assert.ok(points.some((p) => p.attributes['redislock.outcome'] === 'granted' && p.value.count >= 1), 'the wait histogram has the acquires')
+})
+
+test('a try that finds the lock held, an extend, and a failure are spans with their outcome', async () => {
+  exporter.reset()
+  const key = fresh('outcomes')
+  const holder = R.createLock(redis.server.url, { timeout: 5000 })
+  await holder.acquire(key)
+  assert.equal(await R.createLock(redis.server.url).tryAcquire(key), false)
+  await holder.extend(8000)
+  await holder.release()
+  const down = R.createLock({ host: '127.0.0.1', port: 1, connectTimeout: 200 }, { retries: 0 })
+  await assert.rejects(down.acquire(key))
+  const outcomes = exporter.getFinishedSpans().map((s) => `${s.name}:${s.attributes['redislock.outcome']}`)
+  assert.deepEqual(outcomes, ['redislock acquire:granted', 'redislock acquire:held', 'redislock extend:extended', 'redislock release:released', 'redislock acquire:failed'])
+  const failed = exporter.getFinishedSpans()[4]
+  assert.equal(failed.status.code, 2, 'an error status')
+  assert.equal(failed.events[0].name, 'exception')
+})
+
+test('a lost lock is counted and has a span with its reason', async () => {
+  exporter.reset()
+  const key = fresh('lost')
+  const lock = R.createLock(redis.server.url, { timeout: 400, autoExtend: true })
+  await lock.acquire(key)
+  await redis.check.del(key)
+  for (let i = 0; i < 100 && !lock.signal.aborted; i++) await sleep(20)
+  assert.equal(lock.signal.aborted, true)
+  const lost = spansNamed('redislock lost')
+  assert.equal(lost.length, 1)
+  assert.equal(lost[0].attributes['redislock.reason'], 'expired')
+  assert.deepEqual(lost[0].attributes['redislock.keys'], [key])
+  const points = await metric('redislock.lock.lost')
+  assert.ok(points.some((p) => p.attributes['redislock.reason'] === 'expired' && p.value >= 1))
+})
+
+test('the other faces publish on the same channels: redis-semaphore and node-redlock', async () => {
+  exporter.reset()
+  const key = fresh('faces')
+  const m = new S.Mutex(redis.server.url, key, { acquireTimeout: 50 })
+  await m.acquire()
+  assert.equal(await new S.Mutex(redis.server.url, key, { acquireTimeout: 50 }).tryAcquire(), false)
+  await m.release()
+  const redlock = new Redlock([redis.server.url], { retryCount: 0 })
+  const l = await redlock.lock([key, `${key}:b`], 1000)
+  await l.unlock()
+  const seen = exporter.getFinishedSpans().map((s) => [s.name, s.attributes['redislock.face'], s.attributes['redislock.kind'], s.attributes['redislock.outcome']])
+  assert.deepEqual(seen, [
+    ['redislock acquire', 'semaphore', 'mutex', 'granted'],
+    ['redislock acquire', 'semaphore', 'mutex', 'timed-out'],
+    ['redislock release', 'semaphore', 'mutex', 'released'],
+    ['redislock acquire', 'redlock', 'redlock', 'granted'],
+    ['redislock release', 'redlock', 'redlock', 'released']
+  ])
+  assert.deepEqual(exporter.getFinishedSpans()[3].attributes['redislock.keys'], [key, `${key}:b`])
+})
+
+test('with nobody subscribed, nothing is published', async () => {
+  stop()
+  try {
+    assert.equal(dc.tracingChannel('redislock-rs:acquire').hasSubscribers, false)
+    exporter.reset()
+    const lock = R.createLock(redis.server.url)
+    await lock.acquire(fresh('quiet'))
+    await lock.release()
+    assert.equal(exporter.getFinishedSpans().length, 0)
+  } finally {
+    stop = instrumentLocks({ tracer, meter: new MeterProvider({ readers: [] }).getMeter('again') })
+  }
+})
