@@ -8,7 +8,7 @@
  */
 
 const CLIENT_KINDS =
-  'a node_redis (v3 or v4+) client, an ioredis client, a redis://, rediss:// or unix:// URL, ' +
+  'a node_redis (v3 or v4+) client, an ioredis or iovalkey client, a Valkey GLIDE client, a redis://, rediss:// or unix:// URL, ' +
   'or an options object {host, port, path, db, username, password, tls, keyPrefix} ' +
   '(a Redis Cluster: its ioredis or node-redis cluster client, or {cluster: [url, ...]})'
 

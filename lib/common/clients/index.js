@@ -2,7 +2,8 @@
 
 /**
  * Reads connection settings off whatever the user hands `createLock`: a
- * node_redis v3 client, a node_redis v4+ client, an ioredis client, a
+ * node_redis v3 client, a node_redis v4+ client, an ioredis (or iovalkey)
+ * client, a Valkey GLIDE client (GlideClient, GlideClusterClient), a
  * `redis://` / `rediss://` / `unix://` URL, or a plain options object. The
  * result is the plain `ConnectOptions` object the native `RedisConnection`
  * takes, plus the key prefix the client puts in front of every key it sends.
@@ -20,6 +21,7 @@ const { fromIORedis } = require('./ioredis')
 const { fromOptions, urlTimeouts } = require('./options')
 const { fromCluster } = require('./cluster')
 const { fromSentinel, isNodeRedisSentinel } = require('./sentinel')
+const { isGlide, fromGlide } = require('./glide')
 
 function checkNumbers (out, value) {
   for (const field of ['port', 'db', 'connectTimeout', 'commandTimeout']) {
@@ -79,6 +81,14 @@ function safeMessage (err) {
 function readTarget (value) {
   let out
   let prefix = ''
+  // Valkey GLIDE first: its options are neither node-redis's nor ioredis's.
+  if (value !== null && typeof value === 'object' && !Array.isArray(value) && isGlide(value)) {
+    out = fromGlide(value)
+    for (const key of Object.keys(out)) {
+      if (out[key] === undefined) delete out[key]
+    }
+    return { options: checkNumbers(out, value), prefix }
+  }
   const topology = value !== null && typeof value === 'object' && !Array.isArray(value)
     ? unsupportedTopology(value)
     : null
