@@ -162,3 +162,20 @@ test('with nobody subscribed, nothing is published', async () => {
     stop = instrumentLocks({ tracer, meter: new MeterProvider({ readers: [] }).getMeter('again') })
   }
 })
+
+test('the keeper\'s renewals are told on redislock-rs:renewal, with the key', async () => {
+  const key = fresh('renewal')
+  const seen = []
+  const onRenewal = (msg) => seen.push(msg.key)
+  dc.subscribe('redislock-rs:renewal', onRenewal)
+  try {
+    const lock = R.createLock(redis.server.url, { timeout: 300, autoExtend: true })
+    await lock.acquire(key)
+    for (let i = 0; i < 100 && seen.length < 2; i++) await sleep(20)
+    await lock.release()
+    assert.ok(seen.length >= 2, `renewals seen: ${seen.length}`)
+    assert.ok(seen.every((k) => k === key), JSON.stringify(seen))
+  } finally {
+    dc.unsubscribe('redislock-rs:renewal', onRenewal)
+  }
+})

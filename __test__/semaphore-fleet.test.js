@@ -5,7 +5,10 @@
  * and half on our face, each member its own Node process, sharing one
  * mutex, semaphore or multi-semaphore (members taking 1 and 2 permits), on
  * one server and (the Redlock variants) on three. The holders' weight never
- * goes past the limit, and every member gets the lock.
+ * goes past the limit on one server, nor on three past what the quorum rule
+ * allows (each holder counted on at least q of n servers, each server
+ * holding at most `limit`: ⌊n × limit / q⌋; the limit itself for a mutex),
+ * and every member gets the lock.
  */
 
 const { test, before, after } = require('node:test')
@@ -28,9 +31,9 @@ after(async () => {
   for (const s of servers) await s.stop()
 })
 
-function member (impl, kind, ports, key, limit, permits, rounds, counter) {
+function member (impl, kind, ports, key, limit, permits, rounds, counter, bound) {
   return new Promise((resolve, reject) => {
-    const args = [impl, kind, ports.join(','), key, limit, permits, rounds, counter].map(String)
+    const args = [impl, kind, ports.join(','), key, limit, permits, rounds, counter, bound].map(String)
     const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'semaphore-fleet.js'), ...args])
     let out = ''
     let err = ''
@@ -57,9 +60,11 @@ for (const count of [1, 3]) {
       const members = kind === 'multi'
         ? [['theirs', 'multi', 2], ['ours', 'multi', 2], ['theirs', 'semaphore', 1], ['ours', 'semaphore', 1]]
         : [['theirs', kind, 1], ['ours', kind, 1], ['theirs', kind, 1], ['ours', kind, 1]]
-      const results = await Promise.all(members.map(([impl, k, permits]) => member(impl, k, ports, key, limit, permits, rounds, counter)))
+      const quorum = Math.floor(count / 2) + 1
+      const bound = Math.floor(count * limit / quorum)
+      const results = await Promise.all(members.map(([impl, k, permits]) => member(impl, k, ports, key, limit, permits, rounds, counter, bound)))
       for (const r of results) {
-        assert.equal(r.overflows, 0, `${r.impl} ${r.kind} saw more than ${limit} inside: ${JSON.stringify(results)}`)
+        assert.equal(r.overflows, 0, `${r.impl} ${r.kind} saw more than ${bound} inside: ${JSON.stringify(results)}`)
         assert.ok(r.locked > 0, `${r.impl} ${r.kind} never got in: ${JSON.stringify(results)}`)
       }
       assert.equal(await check.get(counter), '0')

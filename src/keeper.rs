@@ -159,6 +159,8 @@ fn now_ms() -> u64 {
 pub struct Liveness {
     last_beat: AtomicU64,
     lost: Mutex<Vec<(u32, Lost)>>,
+    /// The holds renewed since the last [`drain_renewals`](Self::drain_renewals).
+    renewed: Mutex<Vec<u32>>,
     /// The environment is gone ([`end`]): nothing of it is kept any more.
     ended: AtomicBool,
 }
@@ -182,6 +184,11 @@ impl Liveness {
 
     fn report(&self, hold: u32, why: Lost) {
         locked(&self.lost).push((hold, why));
+    }
+
+    /// The holds renewed since the last call (one entry per renewal).
+    pub fn drain_renewals(&self) -> Vec<u32> {
+        std::mem::take(&mut *locked(&self.renewed))
     }
 
     fn ended(&self) -> bool {
@@ -297,6 +304,9 @@ pub fn start(
                 Ok(None) => {
                     let margin = servers.margin_ms(lease_ms);
                     confirmed.store(sent + lease_ms.saturating_sub(margin), Ordering::Release);
+                    if let Some(w) = &watch {
+                        locked(&w.liveness.renewed).push(w.hold);
+                    }
                 }
                 Ok(Some(why)) => return lose(why),
                 // Redis slow or away: try again at the next tick while the
@@ -633,6 +643,17 @@ mod tests {
         assert!(lag >= ms(99), "lag {lag:?}");
         l.beat();
         assert!(l.lag() < lag, "a beat resets the lag");
+    }
+
+    #[test]
+    fn renewals_are_handed_over_once_apart_from_losses() {
+        let l = Liveness::new();
+        locked(&l.renewed).push(3);
+        locked(&l.renewed).push(3);
+        l.report(4, Lost::Expired);
+        assert_eq!(l.drain_renewals(), vec![3, 3]);
+        assert!(l.drain_renewals().is_empty());
+        assert_eq!(l.drain(), vec![(4, Lost::Expired)]);
     }
 
     #[test]

@@ -8,7 +8,8 @@
  * calls `keeperPoll` every POLL_MS: that call is the heartbeat that proves
  * the event loop is alive (a lock whose loop stalls past its
  * `maxEventLoopLagMs` stops being renewed) and collects the leases lost
- * since the last call, whose owners are then told (`onLost`). Nothing here
+ * since the last call, whose owners are then told (`onLost`), and the
+ * renewals made, told to the `redislock-rs:renewal` channel. Nothing here
  * keeps the process alive, and a lock object collected while held stops
  * being renewed (its key expires by its TTL).
  *
@@ -21,6 +22,7 @@
 
 const { inspect } = require('util')
 const native = require('../native/loader')
+const trace = require('./trace')
 
 const POLL_MS = 50
 const EARLY_MS = 60000
@@ -75,6 +77,12 @@ function poll () {
   }
   const at = performance.now()
   for (let i = 0; i + 1 < lost.length; i += 2) {
+    if (lost[i + 1] === 0) {
+      // Renewed (not lost): told to the `redislock-rs:renewal` channel.
+      const entry = kept.get(lost[i])
+      if (entry !== undefined) trace.renewed(entry.key)
+      continue
+    }
     const reason = REASONS[lost[i + 1]] || 'renewal-failed'
     const entry = kept.get(lost[i])
     if (entry === undefined) {
@@ -115,7 +123,7 @@ function idle () {
 function watch (hold, lock, where, onLost) {
   const previous = kept.get(hold)
   if (previous !== undefined) dropped.unregister(previous)
-  const entry = { onLost }
+  const entry = { onLost, key: where !== null ? where.key : null }
   kept.set(hold, entry)
   if (where !== null) dropped.register(lock, { hold, ...where }, entry)
   // The first poll also collects what was lost before there was a timer.

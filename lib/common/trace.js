@@ -13,7 +13,9 @@
  *   servers, and when it settles the outcome, how long it took, the
  *   attempts and fencing token where known, and the error's class.
  * - the plain channel `redislock-rs:lost`, once per lost lock, with the
- *   face, the keys, the reason and the LockLostError.
+ *   face, the keys, the reason and the LockLostError;
+ * - the plain channel `redislock-rs:renewal`, once per lease renewed by
+ *   the keeper, with its Redis key.
  * With no subscriber nothing is built: a traced method first reads
  * `hasSubscribers`, and otherwise calls the face's own method at once.
  */
@@ -26,6 +28,7 @@ const channels = {
   extend: dc.tracingChannel('redislock-rs:extend')
 }
 const lostChannel = dc.channel('redislock-rs:lost')
+const renewalChannel = dc.channel('redislock-rs:renewal')
 
 /**
  * Traces the methods of `proto` named in `specs` on the channel of their
@@ -107,4 +110,13 @@ function lost (face, keys, reason, error) {
   if (lostChannel.hasSubscribers) lostChannel.publish({ face, keys, reason, error })
 }
 
-module.exports = { instrument, lost, channels, lostChannel }
+/**
+ * Publishes a renewal made by the lease keeper on `redislock-rs:renewal`
+ * (`key`: the Redis key, null for the Redisson face's watchdog), if anyone
+ * listens. Renewals are collected with the keeper's heartbeat, every 50 ms.
+ */
+function renewed (key) {
+  if (renewalChannel.hasSubscribers) renewalChannel.publish({ key })
+}
+
+module.exports = { instrument, lost, renewed, channels, lostChannel, renewalChannel }

@@ -67,12 +67,13 @@ pub(crate) fn end_env(env: u32) {
     cancels::cancel_env(env);
 }
 
-/// Beats `env`'s heart and collects its losses, flat: hold, reason, ...
+/// Beats `env`'s heart and collects its losses and renewals, flat: hold,
+/// reason (a `Lost` code; 0: renewed), ...
 pub(crate) fn poll(env: u32) -> Result<Vec<u32>> {
     let l = liveness(env)?;
     l.beat();
-    Ok(l.drain()
-        .into_iter()
-        .flat_map(|(hold, why)| [hold, why as u32])
+    let renewed = l.drain_renewals().into_iter().flat_map(|hold| [hold, 0]);
+    Ok(renewed
+        .chain(l.drain().into_iter().flat_map(|(hold, why)| [hold, why as u32]))
         .collect())
 }
