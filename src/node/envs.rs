@@ -74,6 +74,10 @@ pub(crate) fn poll(env: u32) -> Result<Vec<u32>> {
     l.beat();
     let renewed = l.drain_renewals().into_iter().flat_map(|hold| [hold, 0]);
     Ok(renewed
-        .chain(l.drain().into_iter().flat_map(|(hold, why)| [hold, why as u32]))
+        .chain(
+            l.drain()
+                .into_iter()
+                .flat_map(|(hold, why)| [hold, why as u32]),
+        )
         .collect())
 }
