@@ -19,6 +19,7 @@ const Sesame = require('@sesamecare-oss/redlock').Redlock
 const ours = require('../redlock-v5')
 const { startRedis, freePort, admin } = require('./helpers/redis')
 const { sleep } = require('./helpers/wait')
+const { rejection } = require('./helpers/outcomes')
 
 const Ours = ours.default
 const servers = []
@@ -82,15 +83,6 @@ function errorShape (err, errors, keys) {
     isError: err instanceof Error,
     attempts: Array.isArray(err.attempts) ? err.attempts.length : err.attempts
   }
-}
-
-async function rejection (p) {
-  try {
-    await p
-  } catch (err) {
-    return err
-  }
-  assert.fail('expected a rejection')
 }
 
 test('the exports, the settings and their defaults, the empty-client refusal', async () => {

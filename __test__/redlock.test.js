@@ -18,6 +18,7 @@ const Theirs = require('redlock')
 const Ours = require('../redlock')
 const { startRedis, freePort, admin } = require('./helpers/redis')
 const { sleep } = require('./helpers/wait')
+const { rejection } = require('./helpers/outcomes')
 
 const servers = []
 const clients = []
@@ -71,15 +72,6 @@ function errorShape (err, Redlock, keys) {
 function anonymize (text, keys) {
   keys.forEach((k, i) => { text = text.split(k).join(`k${i}`) })
   return text
-}
-
-async function rejection (p) {
-  try {
-    await p
-  } catch (err) {
-    return err
-  }
-  assert.fail('expected a rejection')
 }
 
 test('the exports: Redlock with Lock and LockError; an empty server list is refused with redlock\'s message', async () => {

@@ -16,6 +16,7 @@ const theirs = require('redis-semaphore')
 const ours = require('../semaphore')
 const { startRedis, admin } = require('./helpers/redis')
 const { sleep } = require('./helpers/wait')
+const { rejection } = require('./helpers/outcomes')
 
 const servers = []
 const clients = []
@@ -43,15 +44,6 @@ after(async () => {
 
 const all = () => servers.map((s) => client(s.port))
 const onEvery = (fn) => Promise.all(checks.map(fn))
-
-async function rejection (p) {
-  try {
-    await p
-  } catch (err) {
-    return err
-  }
-  assert.fail('expected a rejection')
-}
 
 test('Redlock variants: the same keys and members on every server, the same TimeoutError, the same release', async () => {
   const results = {}

@@ -20,6 +20,7 @@ const theirs = require('redis-semaphore')
 const ours = require('../semaphore')
 const { useRedis } = require('./helpers/redis')
 const { sleep } = require('./helpers/wait')
+const { rejection, caught } = require('./helpers/outcomes')
 
 const redis = useRedis()
 const clients = []
@@ -58,24 +59,6 @@ function shape (err, lib, key) {
     constructor: err.constructor.name,
     message: key === undefined ? err.message : err.message.split(key).join('K')
   }
-}
-
-function caught (fn) {
-  try {
-    fn()
-  } catch (err) {
-    return err
-  }
-  assert.fail('expected a throw')
-}
-
-async function rejection (p) {
-  try {
-    await p
-  } catch (err) {
-    return err
-  }
-  assert.fail('expected a rejection')
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
