@@ -406,3 +406,13 @@ test('wakeOnRelease, beyond redis-semaphore: a release wakes a waiter at once, n
   }
   assert.throws(() => new ours.Mutex(client(), 'k', { wakeOnRelease: 'yes' }), Error)
 })
+
+test('an abortSignal that is not one: a rejection, never a synchronous throw, as theirs', async () => {
+  const c = client()
+  for (const lib of [theirs, ours]) {
+    const holder = new lib.Mutex(c, fresh('notsignal'))
+    const p = holder.acquire({ aborted: false })
+    assert.ok(p instanceof Promise)
+    await p.then(() => holder.release(), (err) => assert.ok(err instanceof Error))
+  }
+})

@@ -116,41 +116,63 @@ class Lock {
     return st.controller.signal
   }
 
-  async acquire (abortSignal) {
-    const acquired = await this._tryAcquire(abortSignal)
-    if (!acquired) throw new TimeoutError(`Acquire ${this._kind} ${this._key} timeout`)
+  acquire (abortSignal) {
+    try {
+      return this._acquire(abortSignal, settleOrTimeout)
+    } catch (err) {
+      // As theirs (async methods): anything thrown is a rejection.
+      return Promise.reject(err)
+    }
   }
 
   tryAcquire (abortSignal) {
-    return this._tryAcquire(abortSignal)
+    try {
+      return this._acquire(abortSignal, settleTry)
+    } catch (err) {
+      return Promise.reject(err)
+    }
   }
 
-  async _tryAcquire (abortSignal) {
-    const refresh = this._refreshTimeInterval > 0
-    const hold = refresh ? keeper.holdId() : 0
-    const acquired = this._acquiredExternally
-      ? await this._native(LockOp.Extend, hold, null)
-      : await this._acquireWith(hold, abortSignal)
-    if (!acquired) return false
-    this._acquired = true
-    this._acquiredExternally = false
-    this[kState].controller = null
-    if (refresh) this._watch(hold)
-    return true
+  /**
+   * One acquire (or, for a lock acquired externally, one refresh), settled
+   * by `settle` (settleTry: true or false; settleOrTimeout: theirs
+   * TimeoutError for a no): the bookkeeping of a grant is done in the settle
+   * function itself, with no promise chained after the native one.
+   */
+  _acquire (abortSignal, settle) {
+    const hold = this._refreshTimeInterval > 0 ? keeper.holdId() : 0
+    if (this._acquiredExternally) return this._native(LockOp.Extend, hold, null, settle)
+    const { acquireTimeout, acquireAttemptsLimit } = this._acquireOptions
+    // As theirs: no time or no attempts left is a plain "no", before an abort.
+    if (!(acquireTimeout > 0) || !(acquireAttemptsLimit > 0)) {
+      return settle === settleTry ? Promise.resolve(false) : Promise.reject(timeoutOf(this))
+    }
+    if (abortSignal === undefined || abortSignal === null) return this._native(LockOp.Acquire, hold, null, settle)
+    if (abortSignal.aborted) return Promise.reject(abortSignal.reason)
+    const cancel = keeper.cancelId()
+    const onAbort = () => keeper.cancel(cancel)
+    abortSignal.addEventListener('abort', onAbort)
+    return this._native(LockOp.Acquire, hold, cancel, settleTry).then((got) => {
+      abortSignal.removeEventListener('abort', onAbort)
+      // Granted as the abort came: theirs keeps such a lock too.
+      if (!got && abortSignal.aborted) throw abortSignal.reason
+      if (settle === settleTry) return got
+      if (!got) throw timeoutOf(this)
+    }, (err) => {
+      abortSignal.removeEventListener('abort', onAbort)
+      throw err
+    })
   }
 
-  async release () {
+  release () {
     const st = this[kState]
     const hold = st.hold
     if (hold !== 0) keeper.unwatch(hold)
     st.hold = 0
-    if (this._acquired || this._acquiredExternally) {
-      const released = this._native(LockOp.Release, hold, null)
-      // As theirs: a Redlock variant's release never fails.
-      await (this._target().endpoints !== undefined ? released.catch(() => false) : released)
-    }
+    if (this._acquired || this._acquiredExternally) return this._native(LockOp.Release, hold, null, settleRelease)
     this._acquired = false
     this._acquiredExternally = false
+    return Promise.resolve()
   }
 
   /** Stops refreshing (the lock then expires by its lockTimeout), sending nothing. */
@@ -162,26 +184,6 @@ class Lock {
     st.hold = 0
     const t = this._target()
     try { native.keeperDrop(firstEndpoint(t), t.prefix + this._key, this._identifier) } catch (_) {}
-  }
-
-  _acquireWith (hold, abortSignal) {
-    const { acquireTimeout, acquireAttemptsLimit } = this._acquireOptions
-    // As theirs: no time or no attempts left is a plain "no", before an abort.
-    if (!(acquireTimeout > 0) || !(acquireAttemptsLimit > 0)) return Promise.resolve(false)
-    if (abortSignal === undefined || abortSignal === null) return this._native(LockOp.Acquire, hold, null)
-    if (abortSignal.aborted) return Promise.reject(abortSignal.reason)
-    const cancel = keeper.cancelId()
-    const onAbort = () => keeper.cancel(cancel)
-    abortSignal.addEventListener('abort', onAbort)
-    return this._native(LockOp.Acquire, hold, cancel).then((got) => {
-      abortSignal.removeEventListener('abort', onAbort)
-      // Granted as the abort came: theirs keeps such a lock too.
-      if (!got && abortSignal.aborted) throw abortSignal.reason
-      return got
-    }, (err) => {
-      abortSignal.removeEventListener('abort', onAbort)
-      throw err
-    })
   }
 
   _watch (hold) {
@@ -208,8 +210,8 @@ class Lock {
     return this[kState].target
   }
 
-  /** One native operation; resolves true for a yes. */
-  _native (op, hold, cancel) {
+  /** One native operation, settled by `settle` (the hold is its second argument). */
+  _native (op, hold, cancel, settle) {
     const st = this[kState]
     const t = st.target
     // The lock's own numbers are the same for every operation: made once,
@@ -227,11 +229,11 @@ class Lock {
     const identifier = this._identifier
     if (t.endpoints !== undefined) {
       // A Redlock variant: every server at once, granted on a quorum.
-      return start(settle, this, null, function (id) {
+      return start(settle, this, hold, function (id) {
         t.engine.semaphores(t.endpoints, id, op, key, identifier, args)
       }, Promise)
     }
-    return start(settle, this, null, function (id) {
+    return start(settle, this, hold, function (id) {
       t.engine.semaphore(t.endpoint, id, op, key, identifier, args)
     }, Promise)
   }
@@ -250,9 +252,40 @@ function baseNumbers (lock) {
   })
 }
 
-function settle (lock, _, outcome, err, resolve, reject) {
+/** A grant's bookkeeping: held, and watched by the keeper when refreshed. */
+function granted (lock, hold) {
+  lock._acquired = true
+  lock._acquiredExternally = false
+  lock[kState].controller = null
+  if (hold !== 0) lock._watch(hold)
+}
+
+/** tryAcquire's end: true when granted, false when not. */
+function settleTry (lock, hold, outcome, err, resolve, reject) {
   if (err) return reject(err)
-  resolve(outcome === YES)
+  if (outcome !== YES) return resolve(false)
+  granted(lock, hold)
+  resolve(true)
+}
+
+/** acquire's end: granted, or their TimeoutError. */
+function settleOrTimeout (lock, hold, outcome, err, resolve, reject) {
+  if (err) return reject(err)
+  if (outcome !== YES) return reject(timeoutOf(lock))
+  granted(lock, hold)
+  resolve()
+}
+
+/** release's end; as theirs, a failed release (one server) leaves the flags, a Redlock variant's never fails. */
+function settleRelease (lock, hold, outcome, err, resolve, reject) {
+  if (err && lock[kState].target.endpoints === undefined) return reject(err)
+  lock._acquired = false
+  lock._acquiredExternally = false
+  resolve()
+}
+
+function timeoutOf (lock) {
+  return new TimeoutError(`Acquire ${lock._kind} ${lock._key} timeout`)
 }
 
 /** The endpoint the keeper knows a lock by (a Redlock variant's first server). */
