@@ -375,7 +375,9 @@ test('wakeOnRelease, beyond node-redlock 5: a release wakes a waiter on its reso
     const lock = await waiting
     const took = Date.now() - t0
     assert.ok(took < 5000, `woken by the release, not the 10 s retryDelay: ${took} ms`)
-    assert.equal(lock.attempts.length, 3, 'the first, the one after subscribing, the wake-up\'s')
+    // The first, the one after subscribing, then the wake-ups' (the first
+    // server's word can come before the others' deletes).
+    assert.ok(lock.attempts.length >= 3 && lock.attempts.length <= 6, `attempts: ${lock.attempts.length}`)
     for (const k of keys) assert.equal(await check.get(k), lock.value)
     await lock.release()
     for (const k of keys) assert.equal(await check.get(k), null)

@@ -425,7 +425,9 @@ test('wakeOnRelease, beyond redlock 4.2.0: a waiter on several resources wakes w
     const lock = await waiting
     const took = Date.now() - t0
     assert.ok(took < 5000, `woken by the release, not the 10 s retryDelay: ${took} ms`)
-    assert.equal(lock.attempts, 3, 'the first, the one after subscribing, the wake-up\'s')
+    // The first, the one after subscribing, then the wake-ups': the first
+    // server's word can come before the others' deletes, so one more at times.
+    assert.ok(lock.attempts >= 3 && lock.attempts <= 6, `attempts: ${lock.attempts}`)
     for (const k of [a, b, c]) assert.equal(await check.get(k), lock.value)
     // The release of the waiter's lock is announced too, and a redlock
     // 4.2.0 holder (theirs never announces) is still found free by polling.
