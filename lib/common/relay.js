@@ -70,8 +70,8 @@ function send (client, ticket, args) {
 
 function issue (client, [name, ...rest]) {
   const method = client[name.toLowerCase()]
-  const mock = !(client[MARK] === true)
-  if (mock && typeof method === 'function') return method.apply(client, rest)
+  // A recognised mock (not marked): its method named after the command.
+  if (client[MARK] !== true && typeof method === 'function') return method.apply(client, rest)
   if (typeof client.call === 'function' && typeof client.defineCommand === 'function') return client.call(name, ...rest)
   if (typeof client.sendCommand === 'function' && client.sendCommand.length <= 2) return client.sendCommand([name, ...rest])
   if (typeof client.send_command === 'function') {

@@ -317,6 +317,14 @@ pub struct Waiting {
     pub retry_interval: Duration,
 }
 
+impl Waiting {
+    /// Whether an acquire may pause between attempts (more than one
+    /// attempt allowed): only then is a wake-up worth subscribing to.
+    pub fn may_wait(&self) -> bool {
+        self.attempts != Some(1)
+    }
+}
+
 /// How an acquire ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Acquired {

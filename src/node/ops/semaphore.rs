@@ -63,25 +63,48 @@ fn waiting(nums: &Nums) -> Result<Waiting> {
     })
 }
 
-/// The lock's kind and lease, and the flags.
-fn parse(nums: &Nums) -> Result<(Kind, u64, u32)> {
+/// What both operations read off their numbers: the lock's kind and
+/// lease, whether the keeper keeps it (KEEP), and its release channel
+/// (WAKE: `wakeOnRelease`).
+struct Parsed {
+    kind: Kind,
+    ttl_ms: u64,
+    kept: bool,
+    channel: Option<String>,
+}
+
+fn parse(nums: &Nums, key: &str) -> Result<Parsed> {
     let kind = Kind::new(
         int_u32(nums.get(Slot::Limit), "limit")?,
         int_u32(nums.get(Slot::Permits), "permits")?,
     )?;
     let ttl_ms = limits::positive_int(nums.get(Slot::Time))
         .ok_or_else(|| limits::invalid_timeout(nums.get(Slot::Time)))?;
-    Ok((kind, ttl_ms, int_u32(nums.get(Slot::Flags), "flags")?))
+    let flags = int_u32(nums.get(Slot::Flags), "flags")?;
+    let channel = match Flag::Wake.in_bits(flags) {
+        true => Some(channel(key)?),
+        false => None,
+    };
+    Ok(Parsed {
+        kind,
+        ttl_ms,
+        kept: Flag::Keep.in_bits(flags),
+        channel,
+    })
 }
 
-/// The keeper's bounds for a kept lock (KEEP).
-fn bounds(nums: &Nums) -> Result<keeper::Watch> {
-    watch(
+/// Hands a granted (or refreshed) lock, confirmed from `sent`, to the
+/// lease keeper on `servers`, bounded as the numbers say.
+fn keep(servers: Servers, held: Held, ttl_ms: u64, sent: Instant, nums: &Nums) -> Result<()> {
+    let bounds = watch(
         int_u32(nums.get(Slot::Env), "env")?,
         int_u32(nums.get(Slot::Hold), "hold")?,
         limits::positive_int(nums.get(Slot::MaxLagMs)).unwrap_or(30_000),
         limits::positive_int(nums.get(Slot::MaxHoldMs)).unwrap_or(0),
-    )
+    )?;
+    let until = sent + Duration::from_millis(ttl_ms);
+    keeper::start(rt()?, servers, held, ttl_ms, sent, until, Some(bounds));
+    Ok(())
 }
 
 /// A redis-semaphore operation on `endpoint`: the lock at `key` (as Redis
@@ -106,7 +129,12 @@ pub(crate) fn semaphore<E: Engine>(
     let cancel = nums.as_ref().ok().and_then(cancel_slot_of);
     async move {
         let nums = nums?;
-        let (kind, ttl_ms, flags) = parse(&nums)?;
+        let Parsed {
+            kind,
+            ttl_ms,
+            kept,
+            channel,
+        } = parse(&nums, &key)?;
         let target = target(endpoint)?;
         let route = E::shared(endpoint)?;
         let mut conn = E::connect(&route).await?;
@@ -116,20 +144,12 @@ pub(crate) fn semaphore<E: Engine>(
             ttl_ms,
         };
         let held = || Held::new(&target.shared, &key, &identifier, Keep::Semaphore(kind));
-        let keep = |sent: Instant| -> Result<()> {
-            let w = bounds(&nums)?;
+        let keep = |sent| {
             let one = Servers::One(Arc::clone(&target.shared));
-            let until = sent + Duration::from_millis(ttl_ms);
-            keeper::start(rt()?, one, held(), ttl_ms, sent, until, Some(w));
-            Ok(())
+            keep(one, held(), ttl_ms, sent, &nums)
         };
-        let kept = Flag::Keep.in_bits(flags);
         // `wakeOnRelease`: releases announce on the key's channel (sharded
         // on a Redis Cluster 7+), and a waiting acquire listens there.
-        let channel = match Flag::Wake.in_bits(flags) {
-            true => Some(channel(&key)?),
-            false => None,
-        };
         let source = match &channel {
             Some(_) if matches!(op, LockOp::Acquire | LockOp::Release) => {
                 Some(wake_source(&target, &mut conn).await)
@@ -141,7 +161,7 @@ pub(crate) fn semaphore<E: Engine>(
                 let waiting = waiting(&nums)?;
                 let stop = cancel.as_ref().map(|c| c.cancel());
                 let subscriber = match (source, waiting.attempts) {
-                    (Some(s), attempts) if attempts != Some(1) => Some(wakeups(&target, s)?),
+                    (Some(s), _) if waiting.may_wait() => Some(wakeups(&target, s)?),
                     _ => None,
                 };
                 let chans: Vec<&str> = channel.as_deref().into_iter().collect();
@@ -208,7 +228,12 @@ pub(crate) fn semaphores<E: Engine>(
     let cancel = nums.as_ref().ok().and_then(cancel_slot_of);
     async move {
         let nums = nums?;
-        let (kind, ttl_ms, flags) = parse(&nums)?;
+        let Parsed {
+            kind,
+            ttl_ms,
+            kept,
+            channel,
+        } = parse(&nums, &key)?;
         let targets = targets(&endpoints)?;
         let routes = E::shared_all(&endpoints)?;
         let connect = |i: usize| E::connect(&routes[i]);
@@ -228,35 +253,20 @@ pub(crate) fn semaphores<E: Engine>(
             Error::InvalidArgument("a Redlock semaphore needs at least one server".into())
         })?;
         let held = || Held::new(&first.shared, &key, &identifier, Keep::Semaphore(kind));
-        let keep = |sent: Instant| -> Result<()> {
+        let keep = |sent| {
             let servers = Servers::Semaphores {
                 servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
                 within,
             };
-            let until = sent + Duration::from_millis(ttl_ms);
-            keeper::start(
-                rt()?,
-                servers,
-                held(),
-                ttl_ms,
-                sent,
-                until,
-                Some(bounds(&nums)?),
-            );
-            Ok(())
+            keep(servers, held(), ttl_ms, sent, &nums)
         };
-        let kept = Flag::Keep.in_bits(flags);
         // `wakeOnRelease` over independent servers: classic pub/sub on each.
-        let channel = match Flag::Wake.in_bits(flags) {
-            true => Some(channel(&key)?),
-            false => None,
-        };
         match op {
             LockOp::Acquire => {
                 let stop = cancel.as_ref().map(|c| c.cancel());
                 let waiting = waiting(&nums)?;
                 let subscribers = match &channel {
-                    Some(_) if waiting.attempts != Some(1) => targets
+                    Some(_) if waiting.may_wait() => targets
                         .iter()
                         .map(|t| wakeups(t, Source::PubSub))
                         .collect::<Result<Vec<_>>>()?,

@@ -122,9 +122,9 @@ pub enum Item {
 }
 
 impl ToNapiValue for Item {
-    // SAFETY: `unsafe` because the trait says so: napi-rs calls it with a
-    // live `env` on that environment's thread, and this only forwards `env`
-    // to conversions with the same contract.
+    // `unsafe` because the trait says so: napi-rs calls it with a live `env`
+    // on that environment's thread.
+    // SAFETY: this only forwards `env` to conversions with the same contract.
     unsafe fn to_napi_value(env: sys::napi_env, item: Self) -> napi::Result<sys::napi_value> {
         // SAFETY: called by napi-rs with the environment it converts for, on
         // its thread (both engines deliver on the JavaScript thread).
