@@ -119,4 +119,4 @@ function renewed (key) {
   if (renewalChannel.hasSubscribers) renewalChannel.publish({ key })
 }
 
-module.exports = { instrument, lost, renewed, channels, lostChannel, renewalChannel }
+module.exports = { instrument, lost, renewed }
