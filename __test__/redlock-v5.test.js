@@ -378,7 +378,12 @@ test('wakeOnRelease, beyond node-redlock 5: a release wakes a waiter on its reso
     // The first, the one after subscribing, then the wake-ups' (the first
     // server's word can come before the others' deletes).
     assert.ok(lock.attempts.length >= 3 && lock.attempts.length <= 6, `attempts: ${lock.attempts.length}`)
-    for (const k of keys) assert.equal(await check.get(k), lock.value)
+    // Woken by the first server's word, its attempt can reach a server before
+    // the holder's delete does: a majority is what it needs and gets.
+    for (const k of keys) {
+      const held = (await Promise.all(checks.map((x) => x.get(k)))).filter((v) => v === lock.value).length
+      assert.ok(held >= 2, `${k} held on ${held} of 3`)
+    }
     await lock.release()
     for (const k of keys) assert.equal(await check.get(k), null)
     // A releaseScript transform cannot be honoured with it: refused.

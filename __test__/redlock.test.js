@@ -428,7 +428,12 @@ test('wakeOnRelease, beyond redlock 4.2.0: a waiter on several resources wakes w
     // The first, the one after subscribing, then the wake-ups': the first
     // server's word can come before the others' deletes, so one more at times.
     assert.ok(lock.attempts >= 3 && lock.attempts <= 6, `attempts: ${lock.attempts}`)
-    for (const k of [a, b, c]) assert.equal(await check.get(k), lock.value)
+    // Woken by the first server's word, its attempt can reach a server before
+    // the holder's delete does: a majority is what it needs and gets.
+    for (const k of [a, b, c]) {
+      const held = (await Promise.all(checks.map((x) => x.get(k)))).filter((v) => v === lock.value).length
+      assert.ok(held >= 2, `${k} held on ${held} of 3`)
+    }
     // The release of the waiter's lock is announced too, and a redlock
     // 4.2.0 holder (theirs never announces) is still found free by polling.
     const theirs = new Theirs([client(servers[0].port)], { retryCount: 0 })
