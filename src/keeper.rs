@@ -95,6 +95,9 @@ impl Servers {
 pub enum Kind {
     /// A Redisson lock hash; the owner is the holder field.
     Redisson,
+    /// A Redisson read lock; the owner is the reader's field (its read
+    /// holds' own keys are renewed with the hash).
+    ReadLock,
     /// A redislock key; the owner is the token it holds.
     Token,
     /// A redis-semaphore lock of this kind; the owner is its identifier.
@@ -405,8 +408,14 @@ async fn renew<C: ConnectionLike>(
     lease_ms: u64,
 ) -> Result<Option<Lost>> {
     match held.kind {
-        Kind::Redisson => {
-            if reentrant::renew(conn, &held.name, &held.owner, lease_ms).await? {
+        Kind::Redisson | Kind::ReadLock => {
+            let renewed = match held.kind {
+                Kind::ReadLock => {
+                    reentrant::renew_read(conn, &held.name, &held.owner, lease_ms).await?
+                }
+                _ => reentrant::renew(conn, &held.name, &held.owner, lease_ms).await?,
+            };
+            if renewed {
                 return Ok(None);
             }
             let exists: bool = redis::cmd("EXISTS")
@@ -492,17 +501,18 @@ pub async fn pause(held: &Held) -> Option<Paused> {
     })
 }
 
-/// [`pause`] for a Redisson lock, skipping the key's construction when
-/// nothing is kept at all (only fixed leases so far).
+/// [`pause`] for a Redisson lock of `kind`, skipping the key's
+/// construction when nothing is kept at all (only fixed leases so far).
 pub async fn pause_redisson(
     server: &Arc<SharedConnection>,
     name: &str,
     field: &str,
+    kind: Kind,
 ) -> Option<Paused> {
     if running().is_empty() {
         return None;
     }
-    pause(&Held::new(server, name, field, Kind::Redisson)).await
+    pause(&Held::new(server, name, field, kind)).await
 }
 
 impl Paused {
@@ -774,16 +784,18 @@ mod tests {
         let server = nowhere();
         let h = Held::new(&server, "keeper-test:redisson", "id:1", Kind::Redisson);
         keep(&server, &h, 60_000, ms(60_000), None);
-        let p = pause_redisson(&server, &h.name, &h.owner)
+        let p = pause_redisson(&server, &h.name, &h.owner, Kind::Redisson)
             .await
             .expect("kept");
         p.finish(Some(Unlocked::Decremented));
         assert!(remaining(&h).is_some(), "one hold fewer: still kept");
-        let p = pause_redisson(&server, &h.name, &h.owner)
+        let p = pause_redisson(&server, &h.name, &h.owner, Kind::Redisson)
             .await
             .expect("kept");
         p.finish(Some(Unlocked::Released));
         assert_eq!(remaining(&h), None);
-        assert!(pause_redisson(&server, &h.name, &h.owner).await.is_none());
+        assert!(pause_redisson(&server, &h.name, &h.owner, Kind::Redisson)
+            .await
+            .is_none());
     }
 }

@@ -492,7 +492,18 @@ async fn reentrant_try_lock_waits_out_the_holders_lease() {
         wait: Wait,
     ) -> Result<bool, Error> {
         let (name, channel, me) = ("rlock", "redisson_lock__channel:{rlock}", "me:1");
-        reentrant::try_lock(conn, &TokioTimer, None, name, channel, me, 10_000, wait).await
+        reentrant::try_lock(
+            conn,
+            &TokioTimer,
+            None,
+            name,
+            channel,
+            me,
+            10_000,
+            wait,
+            reentrant::Flavor::Plain,
+        )
+        .await
     }
     // Another holder, whose lease ends in 300 ms.
     let _: () = redis::pipe()

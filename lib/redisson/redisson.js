@@ -10,9 +10,14 @@ const { randomUUID } = require('crypto')
 const { targetFor } = require('../common/targets')
 const { tokioEngineFor } = require('../native/bridge')
 const { stopRedissonRenewals } = require('../native/loader')
-const { RLock, forgetInstance } = require('./rlock')
+const { RLock, Flavor, forgetInstance } = require('./rlock')
+const { RReadWriteLock } = require('./read-write-lock')
 
 const DEFAULT_WATCHDOG_MS = 30000
+// A fair lock waiter's timeout in the queue (ms): how long a waiter that
+// died holds the queue up. Redisson's is 5 minutes; ours waiters renew
+// theirs while they wait (src/locks/fair.rs), so it can be short.
+const DEFAULT_FAIR_WAIT_MS = 5000
 
 function watchdogMs (value) {
   if (value === undefined) return DEFAULT_WATCHDOG_MS
@@ -26,6 +31,17 @@ function watchdogMs (value) {
   if (ms < 3n) throw new RangeError(`lockWatchdogTimeout must be at least 3 ms (it is renewed every third of it); got ${value}`)
   if (ms > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`lockWatchdogTimeout is too large: ${value}`)
   return Number(ms)
+}
+
+function fairWaitMs (value) {
+  if (value === undefined) return DEFAULT_FAIR_WAIT_MS
+  if ((typeof value !== 'bigint' && typeof value !== 'number') || (typeof value === 'number' && !Number.isInteger(value))) {
+    throw new TypeError(`new Redisson(config): fairLockWaitTimeout must be an integer number (or bigint) of milliseconds; got ${String(value)}`)
+  }
+  if (value < 3 || value > Number.MAX_SAFE_INTEGER) {
+    throw new RangeError(`new Redisson(config): fairLockWaitTimeout must be between 3 ms and Number.MAX_SAFE_INTEGER; got ${value}`)
+  }
+  return Number(value)
 }
 
 /** `replicas` / `replicaTimeout` of the config (beyond node-redisson): [count, ms] or null. */
@@ -87,6 +103,7 @@ class Redisson {
     const { client, target } = connectionOf(config.redis)
     this._id = randomUUID()
     this._watchdogMs = watchdogMs(config.lockWatchdogTimeout)
+    this._fairWaitMs = fairWaitMs(config.fairLockWaitTimeout)
     if (eventAdapter === 'streams' && target.cluster) {
       // node-redisson's unlock script writes its event stream beside the
       // lock: two slots, which a cluster refuses (CROSSSLOT).
@@ -117,6 +134,16 @@ class Redisson {
 
   getLock (name, clientId) {
     return new RLock(this, name, clientId)
+  }
+
+  /** Beyond node-redisson: Java Redisson's read-write lock. */
+  getReadWriteLock (name, clientId) {
+    return new RReadWriteLock(this, name, clientId)
+  }
+
+  /** Beyond node-redisson: Java Redisson's fair (first come, first served) lock. */
+  getFairLock (name, clientId) {
+    return new RLock(this, name, clientId, Flavor.FAIR)
   }
 
   /** Stops this instance's watchdog renewals; later calls reject. */

@@ -40,6 +40,8 @@ const kChannel = Symbol('redislock-rs.channel')
 const kField = Symbol('redislock-rs.field')
 // This owner's entry in `watched`.
 const kWatchKey = Symbol('redislock-rs.watchKey')
+// Which hash lock (Flavor).
+const kFlavor = Symbol('redislock-rs.flavor')
 // Successful locks minus unlocks through this object.
 const kCount = Symbol('redislock-rs.count')
 
@@ -47,6 +49,20 @@ const kCount = Symbol('redislock-rs.count')
 function prefixName (prefix, name) {
   return `${prefix}:${name.startsWith('{') ? name : `{${name}}`}`
 }
+
+/** Java Redisson's `prefixName`: braces unless the name has one anywhere. */
+function javaPrefixName (prefix, name) {
+  return `${prefix}:${name.includes('{') ? name : `{${name}}`}`
+}
+
+// Which of Redisson's hash locks an RLock is (src/locks/reentrant.rs
+// `Flavor`): node-redisson's getLock, a read or write lock of
+// getReadWriteLock, a fair lock. The three beyond node-redisson follow
+// Java Redisson's names and channels.
+const Flavor = Object.freeze({ PLAIN: 0, READ: 1, WRITE: 2, FAIR: 3 })
+const CHANNELS = ['redisson_lock__channel', 'redisson_rwlock', 'redisson_rwlock', 'redisson_lock__channel']
+const KINDS = ['rlock', 'read-lock', 'write-lock', 'fair-lock']
+const GETTERS = ['getLock', 'getReadWriteLock', 'getReadWriteLock', 'getFairLock']
 
 function checkUnit (unit) {
   if (!(unit instanceof TimeUnit) && !(unit !== null && typeof unit === 'object' && typeof unit.toMillis === 'function')) {
@@ -151,12 +167,12 @@ function settleBool (lock, _, outcome, err, resolve, reject) {
  * max(30 s, 3 × lockWatchdogTimeout); or when an unlock finds it not ours.
  */
 class RLock extends LockBase {
-  constructor (redisson, name, clientId) {
+  constructor (redisson, name, clientId, flavor = Flavor.PLAIN) {
     if (typeof name !== 'string' || name === '') {
-      throw new TypeError(`getLock(name): name must be a non-empty string; got ${describe(name)}`)
+      throw new TypeError(`${GETTERS[flavor]}(name): name must be a non-empty string; got ${describe(name)}`)
     }
     if (clientId !== undefined && clientId !== null && (typeof clientId !== 'string' || clientId === '')) {
-      throw new TypeError(`getLock(name, clientId): clientId must be a non-empty string; got ${describe(clientId)}`)
+      throw new TypeError(`${GETTERS[flavor]}(name, clientId): clientId must be a non-empty string; got ${describe(clientId)}`)
     }
     super()
     this[kRedisson] = redisson
@@ -164,15 +180,21 @@ class RLock extends LockBase {
     this._clientId = clientId ?? randomUUID()
     this[kLeaseMs] = redisson._watchdogMs
     const prefix = redisson._target.prefix
+    this[kFlavor] = flavor
     this[kLockKey] = prefix + name
-    this[kChannel] = prefix + prefixName('redisson_lock__channel', name)
+    // node-redisson prefixes its names as ioredis's keyPrefix does; the
+    // locks beyond it treat the prefixed name as Java's raw name, so that
+    // every name derived from it shares its hash slot.
+    this[kChannel] = flavor === Flavor.PLAIN
+      ? prefix + prefixName(CHANNELS[flavor], name)
+      : javaPrefixName(CHANNELS[flavor], prefix + name)
     this[kField] = `${redisson._id}:${this._clientId}`
-    this[kWatchKey] = `${redisson._target.endpoint}\n${this[kLockKey]}\n${this[kField]}`
+    this[kWatchKey] = `${redisson._target.endpoint}\n${this[kLockKey]}\n${this[kField]}\n${flavor}`
     if (redisson._target.cluster && keySlot(this[kLockKey]) !== keySlot(this[kChannel])) {
       // The unlock script touches the lock, its channel and its latch: on a
       // cluster they must share a slot, or every unlock fails (CROSSSLOT)
       // and the lock is stuck until its lease ends.
-      throw new TypeError(`getLock(name): on Redis Cluster the lock ${JSON.stringify(name)} and its channel ${JSON.stringify(this[kChannel])} would hash to different slots (node-redisson's naming), so its unlock would fail; use a name that starts with a hash tag, such as ${JSON.stringify(`{${name}}`)}`)
+      throw new TypeError(`${GETTERS[flavor]}(name): on Redis Cluster the lock ${JSON.stringify(name)} and its channel ${JSON.stringify(this[kChannel])} would hash to different slots, so its unlock would fail; use a name that starts with a hash tag, such as ${JSON.stringify(`{${name}}`)}`)
     }
     this[kCount] = 0
   }
@@ -206,7 +228,8 @@ class RLock extends LockBase {
     } catch (err) {
       return Promise.reject(err)
     }
-    const fields = { time: lease === null ? this[kLeaseMs] : lease, waitMs: wait }
+    const fields = { time: lease === null ? this[kLeaseMs] : lease, waitMs: wait, flavor: this[kFlavor] }
+    if (this[kFlavor] === Flavor.FAIR) fields.waiterTimeoutMs = this[kRedisson]._fairWaitMs
     let watch = null
     if (lease === null) {
       // The watchdog: this hold's id, its environment, the longest event-loop lag.
@@ -236,22 +259,26 @@ class RLock extends LockBase {
    * Rejects with RedissonLockError when this client does not hold it.
    */
   unlock () {
-    return this._run(settleUnlock, null, UNLOCK, this._latch(), { time: this[kLeaseMs] })
+    return this._run(settleUnlock, null, UNLOCK, this._latch(), { time: this[kLeaseMs], flavor: this[kFlavor] })
   }
 
   /** A fresh unlock latch's name (node-redisson's, in the lock's slot). */
   _latch () {
-    return this[kRedisson]._target.prefix + `${prefixName('redisson_unlock_latch', this[kName])}:${randomUUID()}`
+    const prefix = this[kRedisson]._target.prefix
+    const latch = this[kFlavor] === Flavor.PLAIN
+      ? prefix + prefixName('redisson_unlock_latch', this[kName])
+      : javaPrefixName('redisson_unlock_latch', prefix + this[kName])
+    return `${latch}:${randomUUID()}`
   }
 
   /** Deletes the lock whoever holds it; `true` when there was one. */
   forceUnlock () {
-    return this._run(settleForce, null, FORCE_UNLOCK, '', NONE)
+    return this._run(settleForce, null, FORCE_UNLOCK, '', this[kFlavor] === Flavor.PLAIN ? NONE : { flavor: this[kFlavor] })
   }
 
   /** Whether anyone holds the lock. */
   isLocked () {
-    return this._run(settleBool, null, IS_LOCKED, '', NONE)
+    return this._run(settleBool, null, IS_LOCKED, '', this[kFlavor] === Flavor.PLAIN ? NONE : { flavor: this[kFlavor] })
   }
 
   /** Operation `op` with latch `aux` and `fields` (lib/native/wire.js `nums`). */
@@ -264,7 +291,8 @@ class RLock extends LockBase {
     const t = r._target
     const args = nums(fields)
     return start(settle, this, extra, function (id) {
-      t.engine.redisson(t.endpoint, id, op, lock[kLockKey], lock[kChannel], lock[kField], aux, r._adapter, args)
+      // Java Redisson's locks announce on pub/sub only.
+      t.engine.redisson(t.endpoint, id, op, lock[kLockKey], lock[kChannel], lock[kField], aux, lock[kFlavor] === Flavor.PLAIN ? r._adapter : 'pubsub', args)
     }, Promise)
   }
 
@@ -288,10 +316,10 @@ function forgetInstance (id) {
 }
 
 // diagnostics_channel (lib/common/trace.js); lock() is traced as its tryLock.
-instrument(RLock.prototype, 'redisson', (lock) => ({ kind: 'rlock', servers: [endpointName(lock[kRedisson]._target.endpoint)] }), {
+instrument(RLock.prototype, 'redisson', (lock) => ({ kind: KINDS[lock[kFlavor]], servers: [endpointName(lock[kRedisson]._target.endpoint)] }), {
   tryLock: { op: 'acquire', keys: (lock) => [lock[kName]], outcome: (got) => got ? 'granted' : 'held' },
   unlock: { op: 'release', keys: (lock) => [lock[kName]], outcome: () => 'released' },
   forceUnlock: { op: 'release', keys: (lock) => [lock[kName]], outcome: (done) => done ? 'released' : 'not-held' }
 })
 
-module.exports = { RLock, prefixName, forgetInstance }
+module.exports = { RLock, Flavor, prefixName, forgetInstance }

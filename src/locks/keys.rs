@@ -157,6 +157,31 @@ pub fn companion(key: &str, suffix: &str, what: &str) -> Result<String> {
     }
 }
 
+/// Java Redisson's `prefixName(prefix, name)`: `prefix:name` when the name
+/// has a `{`, else `prefix:{name}` (RedissonObject.java). Not
+/// [`companion`]: Redisson's own rule, which Java processes share.
+pub fn prefix_name(prefix: &str, name: &str) -> String {
+    match name.contains('{') {
+        true => format!("{prefix}:{name}"),
+        false => format!("{prefix}:{{{name}}}"),
+    }
+}
+
+/// Java Redisson's `suffixName(name, suffix)`: `name:suffix` when the name
+/// has a `{`, else `{name}:suffix`.
+pub fn suffix_name(name: &str, suffix: &str) -> String {
+    format!("{}:{suffix}", redisson_tagged(name))
+}
+
+/// The name as Redisson's `suffixName` begins it: itself when it has a
+/// `{`, else `{name}`.
+pub fn redisson_tagged(name: &str) -> String {
+    match name.contains('{') {
+        true => name.to_string(),
+        false => format!("{{{name}}}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

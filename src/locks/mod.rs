@@ -1,17 +1,20 @@
 //! One file per lock kind, each with its scripts and one attempt: `token`
 //! (redislock's `SET NX` lock, with fencing and announced releases),
-//! `reentrant` (Redisson's hash lock), `quorum` (Redlock over several
+//! `reentrant` (Redisson's hash locks: its wait, unlock and renewal for
+//! every flavour), `rwlock` and `fair` (the read-write and fair locks' scripts), `quorum` (Redlock over several
 //! servers), `redlock` (node-redlock's several resources over several
 //! servers, its scripts), `semaphore` (redis-semaphore's mutexes and
 //! counting semaphores, its scripts); beside them `replicas` (`WAIT` for replica acknowledgement),
 //! `keys` (helper keys in the lock key's hash slot) and `resend` (what a
 //! command sent again after a broken connection may conclude).
 
+pub mod fair;
 pub mod keys;
 pub mod quorum;
 pub mod redlock;
 pub mod reentrant;
 pub mod replicas;
 pub(crate) mod resend;
+pub mod rwlock;
 pub mod semaphore;
 pub mod token;

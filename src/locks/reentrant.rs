@@ -10,9 +10,15 @@
 //! attempt it subscribes, and it sleeps at most until the holder's lease
 //! ends or its own deadline, whichever is first (see [`try_lock`]).
 //!
+//! Redisson's other hash locks share this file's choreography — the wait,
+//! the unlock latch, the renewal — and bring their own scripts and names
+//! ([`Flavor`]): the read and write locks (`locks::rwlock`) and the fair
+//! lock (`locks::fair`), on Java Redisson's layout.
+//!
 //! Written against `ConnectionLike`, a [`Timer`] and a [`Wakeups`] source, so
 //! it runs on either engine.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +29,7 @@ use redis::Value;
 use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, is_positive_ms, not_positive_ms};
 use crate::locks::resend::{resent, Resend};
+use crate::locks::{fair, rwlock};
 use crate::transport::lua::Lua;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::Timer;
@@ -66,6 +73,38 @@ impl From<Adapter> for Source {
         match a {
             Adapter::PubSub => Source::PubSub,
             Adapter::Streams => Source::Streams,
+        }
+    }
+}
+
+/// Which of Redisson's hash locks: each brings its scripts and names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Flavor {
+    /// node-redisson's `getLock`.
+    Plain,
+    /// `getReadWriteLock(name).readLock()`: shared with other readers.
+    Read,
+    /// `getReadWriteLock(name).writeLock()`: alone (but for its own reads).
+    Write,
+    /// `getFairLock(name)`: waiters queue, and wait their turn at most
+    /// this long each (ms) once they stop renewing it.
+    Fair { waiter_timeout_ms: u64 },
+}
+
+impl Flavor {
+    /// The hash field `field`'s holds are counted in.
+    pub fn holder(self, field: &str) -> Cow<'_, str> {
+        match self {
+            Flavor::Write => Cow::Owned(rwlock::write_field(field)),
+            _ => Cow::Borrowed(field),
+        }
+    }
+
+    /// The channel `field` hears its releases on, from the lock's channel.
+    pub fn wake_channel<'a>(self, channel: &'a str, field: &str) -> Cow<'a, str> {
+        match self {
+            Flavor::Fair { .. } => Cow::Owned(fair::waiter_channel(channel, field)),
+            _ => Cow::Borrowed(channel),
         }
     }
 }
@@ -124,6 +163,21 @@ struct Scripts {
     renew: Lua,
     unlock: [Lua; 2],
     force: [Lua; 2],
+    read: Kind3,
+    read_is_locked: Lua,
+    read_renew: Lua,
+    write: Kind3,
+    fair_once: Lua,
+    fair: Kind3,
+    fair_give_up: Lua,
+    fair_heartbeat: Lua,
+}
+
+/// A flavour's attempt, unlock and force-unlock scripts.
+struct Kind3 {
+    attempt: Lua,
+    unlock: Lua,
+    force: Lua,
 }
 
 fn scripts() -> &'static Scripts {
@@ -140,6 +194,26 @@ fn scripts() -> &'static Scripts {
             renew: Lua::new(RENEW),
             unlock: with(UNLOCK_HEAD, UNLOCK_TAIL),
             force: with(FORCE_HEAD, FORCE_TAIL),
+            read: Kind3 {
+                attempt: Lua::new(rwlock::READ_TRY),
+                unlock: Lua::new(rwlock::READ_UNLOCK),
+                force: Lua::new(rwlock::READ_FORCE),
+            },
+            read_is_locked: Lua::new(rwlock::READ_IS_LOCKED),
+            read_renew: Lua::new(rwlock::READ_RENEW),
+            write: Kind3 {
+                attempt: Lua::new(rwlock::WRITE_TRY),
+                unlock: Lua::new(rwlock::WRITE_UNLOCK),
+                force: Lua::new(rwlock::WRITE_FORCE),
+            },
+            fair_once: Lua::new(fair::FAIR_ONCE),
+            fair: Kind3 {
+                attempt: Lua::new(fair::FAIR_WAIT),
+                unlock: Lua::new(fair::FAIR_UNLOCK),
+                force: Lua::new(fair::FAIR_FORCE),
+            },
+            fair_give_up: Lua::new(fair::FAIR_GIVE_UP),
+            fair_heartbeat: Lua::new(fair::FAIR_HEARTBEAT),
         }
     })
 }
@@ -201,15 +275,17 @@ fn check_ms(ms: u64, what: &str) -> Result<()> {
 
 /// One attempt on checked arguments (`lease` already as text): `None` when
 /// the lock is now held by `field` (taken or re-entered), else the holder's
-/// PTTL in ms.
+/// PTTL in ms (a fair lock's: how long to wait). `waiting`: a fair lock's
+/// attempt of a wait, which queues the field.
 async fn attempt<C: ConnectionLike>(
     conn: &mut C,
+    flavor: Flavor,
     name: &str,
     field: &str,
     lease: &str,
+    waiting: bool,
 ) -> Result<Option<i64>> {
-    let args: [&[u8]; 2] = [lease.as_bytes(), field.as_bytes()];
-    let v = match eval(conn, &scripts().try_lock, &[name], &args)
+    let v = match attempt_eval(conn, flavor, name, field, lease, waiting)
         .await
         .map_err(Error::from)
     {
@@ -218,13 +294,13 @@ async fn attempt<C: ConnectionLike>(
         Err(Error::Connection(_)) => {
             let held: bool = redis::cmd("HEXISTS")
                 .arg(name)
-                .arg(field)
+                .arg(&*flavor.holder(field))
                 .query_async(conn)
                 .await?;
             if held {
                 return Ok(None);
             }
-            eval(conn, &scripts().try_lock, &[name], &args).await?
+            attempt_eval(conn, flavor, name, field, lease, waiting).await?
         }
         other => other?,
     };
@@ -232,6 +308,77 @@ async fn attempt<C: ConnectionLike>(
         Value::Nil => Ok(None),
         other => integer(&other, "the lock script").map(Some),
     }
+}
+
+/// The attempt script of `flavor`, once.
+async fn attempt_eval<C: ConnectionLike>(
+    conn: &mut C,
+    flavor: Flavor,
+    name: &str,
+    field: &str,
+    lease: &str,
+    waiting: bool,
+) -> redis::RedisResult<Value> {
+    let s = scripts();
+    let (lease, by) = (lease.as_bytes(), field.as_bytes());
+    match flavor {
+        Flavor::Plain => eval(conn, &s.try_lock, &[name], &[lease, by]).await,
+        Flavor::Read => {
+            let timeouts = rwlock::timeout_prefix(name, field);
+            let write = rwlock::write_field(field);
+            let args: [&[u8]; 3] = [lease, by, write.as_bytes()];
+            eval(conn, &s.read.attempt, &[name, &timeouts], &args).await
+        }
+        Flavor::Write => {
+            let write = rwlock::write_field(field);
+            eval(conn, &s.write.attempt, &[name], &[lease, write.as_bytes()]).await
+        }
+        Flavor::Fair { waiter_timeout_ms } => {
+            let (queue, timeouts) = (fair::queue_name(name), fair::timeouts_name(name));
+            let (now, wait) = (fair::now_ms().to_string(), waiter_timeout_ms.to_string());
+            let keys = [name, &queue, &timeouts];
+            match waiting {
+                true => {
+                    let args: [&[u8]; 4] = [lease, by, wait.as_bytes(), now.as_bytes()];
+                    eval(conn, &s.fair.attempt, &keys, &args).await
+                }
+                false => {
+                    let args: [&[u8]; 4] = [lease, by, now.as_bytes(), wait.as_bytes()];
+                    eval(conn, &s.fair_once, &keys, &args).await
+                }
+            }
+        }
+    }
+}
+
+/// A queued fair waiter's heartbeat ([`fair::FAIR_HEARTBEAT`]): its
+/// deadline moves to `now + waiter timeout`.
+async fn fair_heartbeat<C: ConnectionLike>(
+    conn: &mut C,
+    name: &str,
+    field: &str,
+    waiter_timeout_ms: u64,
+) -> Result<()> {
+    let (queue, timeouts) = (fair::queue_name(name), fair::timeouts_name(name));
+    let deadline = fair::now_ms().saturating_add(waiter_timeout_ms).to_string();
+    let wait = waiter_timeout_ms.to_string();
+    let args: [&[u8]; 3] = [field.as_bytes(), deadline.as_bytes(), wait.as_bytes()];
+    eval_retrying(conn, &scripts().fair_heartbeat, &[&queue, &timeouts], &args).await?;
+    Ok(())
+}
+
+/// A fair waiter that gives up leaves the queue (Redisson's
+/// `acquireFailedAsync`); best effort: its deadline drops it anyway.
+async fn fair_give_up<C: ConnectionLike>(
+    conn: &mut C,
+    name: &str,
+    field: &str,
+    waiter_timeout_ms: u64,
+) {
+    let (queue, timeouts) = (fair::queue_name(name), fair::timeouts_name(name));
+    let wait = waiter_timeout_ms.to_string();
+    let args: [&[u8]; 2] = [field.as_bytes(), wait.as_bytes()];
+    let _ = eval_retrying(conn, &scripts().fair_give_up, &[&queue, &timeouts], &args).await;
 }
 
 /// What a wait is bounded by.
@@ -263,6 +410,7 @@ pub async fn try_lock<C: ConnectionLike>(
     field: &str,
     lease_ms: u64,
     wait: Wait,
+    flavor: Flavor,
 ) -> Result<bool> {
     check_name(name)?;
     check_ms(lease_ms, "lease time")?;
@@ -282,15 +430,25 @@ pub async fn try_lock<C: ConnectionLike>(
         delay: Duration::MAX,
         jitter: Duration::ZERO,
     };
+    let waiting = !matches!(wait, Wait::Once);
     let mut one = Hold {
         conn,
         name,
         field,
         lease: &lease,
+        flavor,
+        waiting,
     };
+    let channel = flavor.wake_channel(channel, field);
+    let channel: &str = &channel;
     let wake = wakeups.map(|w| (std::slice::from_ref(w), std::slice::from_ref(&channel)));
-    let waited = retry(&mut one, timer, &schedule, &|| 0.0, wake, None).await?;
-    Ok(waited.outcome.is_ok())
+    let waited = retry(&mut one, timer, &schedule, &|| 0.0, wake, None).await;
+    let held = matches!(&waited, Ok(w) if w.outcome.is_ok());
+    if let (Flavor::Fair { waiter_timeout_ms }, true, false) = (flavor, waiting, held) {
+        fair_give_up(one.conn, name, field, waiter_timeout_ms).await;
+    }
+    waited?;
+    Ok(held)
 }
 
 /// One `tryLock` attempt for `field` (see [`attempt`]): lost with the
@@ -300,6 +458,9 @@ struct Hold<'a, C> {
     name: &'a str,
     field: &'a str,
     lease: &'a str,
+    flavor: Flavor,
+    /// Not a one-shot `tryLock`: a fair lock's attempt queues.
+    waiting: bool,
 }
 
 impl<C: ConnectionLike> Attempt for Hold<'_, C> {
@@ -308,14 +469,30 @@ impl<C: ConnectionLike> Attempt for Hold<'_, C> {
     const WAKEUPS_REQUIRED: bool = true;
 
     async fn attempt(&mut self) -> Result<std::result::Result<(), i64>> {
-        let pttl = attempt(self.conn, self.name, self.field, self.lease).await?;
-        Ok(pttl.map_or(Ok(()), Err))
+        let (conn, name, field) = (&mut *self.conn, self.name, self.field);
+        let pttl = attempt(conn, self.flavor, name, field, self.lease, self.waiting).await?;
+        match (pttl, self.flavor) {
+            (None, _) => Ok(Ok(())),
+            (Some(wait), Flavor::Fair { waiter_timeout_ms }) if self.waiting => {
+                // Queued: keep its place, and try again before the
+                // deadline it just renewed could pass.
+                fair_heartbeat(conn, name, field, waiter_timeout_ms).await?;
+                let beat = (waiter_timeout_ms / 3).max(1) as i64;
+                Ok(Err(wait.clamp(FAIR_MIN_PAUSE_MS.min(beat), beat)))
+            }
+            (Some(pttl), _) => Ok(Err(pttl)),
+        }
     }
 
     fn retry_within(pttl: &i64) -> Option<Duration> {
         Some(retry_within(*pttl))
     }
 }
+
+/// The shortest pause of a fair waiter (its turn is announced to it; a
+/// pause of 0 comes from a lock with no TTL or a queue head that has not
+/// taken it yet).
+const FAIR_MIN_PAUSE_MS: i64 = 50;
 
 /// How long to sleep at most while the lock is held with `pttl`: the
 /// holder's lease bounds the sleep, as past it the key has expired (a
@@ -354,6 +531,87 @@ pub struct UnlockKeys<'a> {
     pub channel: &'a str,
     pub latch: &'a str,
     pub adapter: Adapter,
+    pub flavor: Flavor,
+}
+
+/// One unlock's script, keys and arguments, for its flavour.
+struct UnlockCall<'a> {
+    keys: &'a UnlockKeys<'a>,
+    field: Cow<'a, str>,
+    lease: String,
+    latch_ms: String,
+    /// A reader's timeout prefix and key prefix; a fair lock's queue and
+    /// deadlines.
+    extra: [String; 2],
+    /// A fair lock's clock (ms).
+    now: String,
+}
+
+impl<'a> UnlockCall<'a> {
+    fn new(keys: &'a UnlockKeys<'a>, field: &'a str, lease_ms: u64, latch_ms: u64) -> Self {
+        let extra = match keys.flavor {
+            Flavor::Read => [
+                rwlock::timeout_prefix(keys.name, field),
+                rwlock::key_prefix(keys.name),
+            ],
+            Flavor::Fair { .. } => [fair::queue_name(keys.name), fair::timeouts_name(keys.name)],
+            _ => [String::new(), String::new()],
+        };
+        UnlockCall {
+            keys,
+            field: keys.flavor.holder(field),
+            lease: lease_ms.to_string(),
+            latch_ms: latch_ms.to_string(),
+            extra,
+            now: fair::now_ms().to_string(),
+        }
+    }
+
+    /// The script, its keys and its arguments (Redisson's order for each).
+    fn parts(&self) -> (&'static Lua, Vec<&str>, Vec<&[u8]>) {
+        let (s, k) = (scripts(), self.keys);
+        let (field, lease, latch) = (
+            self.field.as_bytes(),
+            self.lease.as_bytes(),
+            self.latch_ms.as_bytes(),
+        );
+        let publish = b"publish".as_slice();
+        match k.flavor {
+            Flavor::Plain => (
+                &s.unlock[k.adapter.index()],
+                vec![k.name, k.channel, k.latch],
+                vec![UNLOCK_MESSAGE.as_bytes(), lease, field, latch],
+            ),
+            Flavor::Read => (
+                &s.read.unlock,
+                vec![k.name, k.channel, &self.extra[0], &self.extra[1], k.latch],
+                vec![UNLOCK_MESSAGE.as_bytes(), field, publish, latch],
+            ),
+            Flavor::Write => (
+                &s.write.unlock,
+                vec![k.name, k.channel, k.latch],
+                vec![
+                    rwlock::WRITE_RELEASED.as_bytes(),
+                    lease,
+                    field,
+                    publish,
+                    latch,
+                ],
+            ),
+            Flavor::Fair { .. } => (
+                &s.fair.unlock,
+                vec![k.name, &self.extra[0], &self.extra[1], k.channel, k.latch],
+                vec![
+                    UNLOCK_MESSAGE.as_bytes(),
+                    lease,
+                    field,
+                    self.now.as_bytes(),
+                    publish,
+                    latch,
+                ],
+            ),
+        }
+    }
 }
 
 /// node-redisson's `unlock`: one hold fewer, the release announced on the
@@ -376,18 +634,10 @@ where
     Fut: Future<Output = Result<C>>,
 {
     check_name(keys.name)?;
-    let lua = &scripts().unlock[keys.adapter.index()];
-    let lease = lease_ms.to_string();
-    let latch = latch_ms.to_string();
-    let k = [keys.name, keys.channel, keys.latch];
-    let a: [&[u8]; 4] = [
-        UNLOCK_MESSAGE.as_bytes(),
-        lease.as_bytes(),
-        field.as_bytes(),
-        latch.as_bytes(),
-    ];
+    let call = UnlockCall::new(keys, field, lease_ms, latch_ms);
+    let (lua, k, a) = call.parts();
     let first = eval(conn, lua, &k, &a).await.map_err(Error::from);
-    let (reply, fresh) = match first {
+    let (reply, mut fresh) = match first {
         Err(Error::Connection(_)) | Err(Error::Timeout(_)) => {
             let mut again = reconnect().await?;
             let reply = eval(&mut again, lua, &k, &a).await.map_err(Error::from);
@@ -395,13 +645,26 @@ where
         }
         other => (other, None),
     };
-    let outcome = match reply? {
+    let mut outcome = match reply? {
         Value::Nil => Unlocked::NotHeld,
         v => match integer(&v, "the unlock script")? {
             0 => Unlocked::Decremented,
             _ => Unlocked::Released,
         },
     };
+    if let (Flavor::Read, Unlocked::Decremented) = (keys.flavor, outcome) {
+        // A reader's script answers 0 while other readers hold the lock,
+        // whether or not this one still does: its field says.
+        let mut exists = redis::cmd("HEXISTS");
+        exists.arg(keys.name).arg(field);
+        let left: bool = match fresh.as_mut() {
+            Some(again) => exists.query_async(again).await?,
+            None => exists.query_async(conn).await?,
+        };
+        if !left {
+            outcome = Unlocked::Released;
+        }
+    }
     if fresh.is_some() || outcome != Unlocked::NotHeld {
         // Best effort: the latch expires by itself anyway.
         let del = redis::cmd("DEL").arg(keys.latch).to_owned();
@@ -414,16 +677,48 @@ where
 }
 
 /// node-redisson's `forceUnlock`: deletes the lock whoever holds it and
-/// announces the release. `true` when there was a lock.
+/// announces the release. `true` when there was a lock (a read or write
+/// lock: a lock in that mode).
 pub async fn force_unlock<C: ConnectionLike>(
     conn: &mut C,
     name: &str,
     channel: &str,
     adapter: Adapter,
+    flavor: Flavor,
 ) -> Result<bool> {
     check_name(name)?;
-    let lua = &scripts().force[adapter.index()];
-    let (keys, args): ([&str; 2], [&[u8]; 1]) = ([name, channel], [UNLOCK_MESSAGE.as_bytes()]);
+    let s = scripts();
+    let publish = b"publish".as_slice();
+    let (queue, timeouts, now);
+    let (lua, keys, args): (&Lua, Vec<&str>, Vec<&[u8]>) = match flavor {
+        Flavor::Plain => (
+            &s.force[adapter.index()],
+            vec![name, channel],
+            vec![UNLOCK_MESSAGE.as_bytes()],
+        ),
+        Flavor::Read => (
+            &s.read.force,
+            vec![name, channel],
+            vec![UNLOCK_MESSAGE.as_bytes(), publish],
+        ),
+        Flavor::Write => (
+            &s.write.force,
+            vec![name, channel],
+            vec![rwlock::WRITE_RELEASED.as_bytes(), publish],
+        ),
+        Flavor::Fair { .. } => {
+            (queue, timeouts, now) = (
+                fair::queue_name(name),
+                fair::timeouts_name(name),
+                fair::now_ms().to_string(),
+            );
+            (
+                &s.fair.force,
+                vec![name, &queue, &timeouts, channel],
+                vec![UNLOCK_MESSAGE.as_bytes(), now.as_bytes(), publish],
+            )
+        }
+    };
     let deleted = |v: Value| integer(&v, "the force-unlock script");
     match eval(conn, lua, &keys, &args).await.map_err(Error::from) {
         // A first try that deleted the lock leaves a resend nothing to delete.
@@ -454,9 +749,50 @@ pub async fn renew<C: ConnectionLike>(
     Ok(integer(&v, "the renewal script")? == 1)
 }
 
-/// node-redisson's `isLocked`: whether the lock name exists.
-pub async fn is_locked<C: ConnectionLike>(conn: &mut C, name: &str) -> Result<bool> {
+/// A reader's renewal (Redisson's `ReadLockTask`, for one lock): each of
+/// `field`'s read holds and the hash get `lease_ms`. `false`: it holds none.
+pub async fn renew_read<C: ConnectionLike>(
+    conn: &mut C,
+    name: &str,
+    field: &str,
+    lease_ms: u64,
+) -> Result<bool> {
+    let (lease, prefix) = (lease_ms.to_string(), rwlock::key_prefix(name));
+    let args: [&[u8]; 3] = [lease.as_bytes(), b"1", field.as_bytes()];
+    let v = eval_retrying(conn, &scripts().read_renew, &[name, &prefix], &args).await?;
+    match v {
+        Value::Array(items) => Ok(matches!(items.first(), Some(Value::Int(1)))),
+        other => Err(Error::Redis(format!(
+            "Unexpected reply to the read lock's renewal: {other:?}"
+        ))),
+    }
+}
+
+/// node-redisson's `isLocked`: whether the lock name exists; a reader's,
+/// whether anyone reads (Redisson's script); a writer's, whether it is in
+/// write mode.
+pub async fn is_locked<C: ConnectionLike>(
+    conn: &mut C,
+    name: &str,
+    flavor: Flavor,
+) -> Result<bool> {
     check_name(name)?;
+    match flavor {
+        Flavor::Read => {
+            let v = eval_retrying(conn, &scripts().read_is_locked, &[name], &[]).await?;
+            return Ok(integer(&v, "the read lock's isLocked script")? == 1);
+        }
+        Flavor::Write => {
+            let mut cmd = redis::cmd("HGET");
+            cmd.arg(name).arg("mode");
+            let mode: Option<String> = match cmd.query_async(conn).await.map_err(Error::from) {
+                Err(Error::Connection(_)) => cmd.query_async(conn).await?,
+                other => other?,
+            };
+            return Ok(mode.as_deref() == Some("write"));
+        }
+        _ => {}
+    }
     let mut cmd = redis::cmd("EXISTS");
     cmd.arg(name);
     let n: i64 = match cmd.query_async(conn).await.map_err(Error::from) {

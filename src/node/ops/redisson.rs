@@ -14,7 +14,8 @@ use redis::aio::ConnectionLike;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
 use crate::limits::{not_positive_ms, not_whole_ms, positive_int, whole_u32};
-use crate::locks::reentrant::{self, Adapter, UnlockKeys, Unlocked, Wait};
+use crate::locks::fair;
+use crate::locks::reentrant::{self, Adapter, Flavor, UnlockKeys, Unlocked, Wait};
 use crate::locks::replicas::{self, Replicas};
 use crate::node::engine::contract::Engine;
 use crate::node::envs;
@@ -58,9 +59,18 @@ pub(crate) struct Request {
     field: String,
     lease_ms: u64,
     adapter: Adapter,
+    flavor: Flavor,
 }
 
 impl Request {
+    /// How the keeper renews this lock.
+    fn kind(&self) -> Kind {
+        match self.flavor {
+            Flavor::Read => Kind::ReadLock,
+            _ => Kind::Redisson,
+        }
+    }
+
     /// Whether it waits for replicas (`WAIT`): then it wants a connection
     /// of its own (a `Lane`).
     pub(crate) fn acknowledged(&self) -> bool {
@@ -79,7 +89,8 @@ impl Request {
     /// `WaitMs` (0: one attempt, -1: forever), `Hold` JavaScript's hold id
     /// for the watchdog (0: a fixed lease) with its `Env` and `MaxLagMs`,
     /// and `Replicas` with `ReplicaTimeoutMs` (a tryLock acknowledged by
-    /// that many replicas; 0: none).
+    /// that many replicas; 0: none); `Flavor` which hash lock, with a fair
+    /// lock's `WaiterTimeoutMs` (0: the default).
     pub(crate) fn parse(
         op: RedissonOp,
         name: String,
@@ -90,6 +101,23 @@ impl Request {
         nums: &Nums,
     ) -> Result<Request> {
         let adapter = Adapter::parse(adapter)?;
+        let flavor = match nums.get(Slot::Flavor) {
+            0.0 => Flavor::Plain,
+            1.0 => Flavor::Read,
+            2.0 => Flavor::Write,
+            3.0 => Flavor::Fair {
+                waiter_timeout_ms: match nums.get(Slot::WaiterTimeoutMs) {
+                    0.0 => fair::DEFAULT_WAITER_TIMEOUT_MS,
+                    ms => positive_int(ms)
+                        .ok_or_else(|| not_positive_ms("fairLockWaitTimeout", ms))?,
+                },
+            },
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown lock flavor {other}"
+                )));
+            }
+        };
         let lease = nums.get(Slot::Time);
         let lease_ms = match op {
             RedissonOp::TryLock | RedissonOp::Unlock => {
@@ -151,6 +179,7 @@ impl Request {
             field,
             lease_ms,
             adapter,
+            flavor,
         })
     }
 }
@@ -223,6 +252,7 @@ where
                 &req.field,
                 req.lease_ms,
                 wait,
+                req.flavor,
             )
             .await?;
             if let (true, Some(want)) = (held, replicas) {
@@ -234,7 +264,8 @@ where
                 }
             }
             if let (true, Some(w)) = (held, watch) {
-                let h = Held::new(&target.shared, &req.name, &req.field, Kind::Redisson);
+                let holder = req.flavor.holder(&req.field);
+                let h = Held::new(&target.shared, &req.name, &holder, req.kind());
                 let granted = std::time::Instant::now();
                 let until = granted + Duration::from_millis(req.lease_ms);
                 let watch = envs::watch(w.env, w.hold, w.max_lag_ms, 0)?;
@@ -244,7 +275,9 @@ where
             Ok(Reply::from(held))
         }
         Op::Unlock { ref latch } => {
-            let paused = keeper::pause_redisson(&target.shared, &req.name, &req.field).await;
+            let holder = req.flavor.holder(&req.field);
+            let paused =
+                keeper::pause_redisson(&target.shared, &req.name, &holder, req.kind()).await;
             let outcome = unlock_under(conn, &connect, &target, &req, latch).await;
             if let Some(p) = paused {
                 p.finish(outcome.as_ref().ok().copied());
@@ -260,13 +293,16 @@ where
             let name = req.name.clone();
             keeper::stop_where(|h| h.same_lock(&shared, &name));
             let deleted =
-                reentrant::force_unlock(conn, &req.name, &req.channel, req.adapter).await?;
-            if deleted {
+                reentrant::force_unlock(conn, &req.name, &req.channel, req.adapter, req.flavor)
+                    .await?;
+            if deleted && !matches!(req.flavor, Flavor::Fair { .. }) {
                 poke(&target, req.adapter, &req.channel);
             }
             Ok(Reply::from(deleted))
         }
-        Op::IsLocked => Ok(Reply::from(reentrant::is_locked(conn, &req.name).await?)),
+        Op::IsLocked => Ok(Reply::from(
+            reentrant::is_locked(conn, &req.name, req.flavor).await?,
+        )),
     }
 }
 
@@ -290,10 +326,12 @@ where
         channel: &req.channel,
         latch,
         adapter: req.adapter,
+        flavor: req.flavor,
     };
     let latch_ms = reentrant::latch_ms(target.endpoint.command_timeout);
     let outcome = reentrant::unlock(conn, connect, &keys, &req.field, req.lease_ms, latch_ms).await;
-    if let Ok(Unlocked::Released) = outcome {
+    // (A fair lock announces its release to the next waiter only.)
+    if let (Ok(Unlocked::Released), false) = (&outcome, matches!(req.flavor, Flavor::Fair { .. })) {
         poke(target, req.adapter, &req.channel);
     }
     outcome

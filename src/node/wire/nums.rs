@@ -49,8 +49,13 @@ pub enum Slot {
     Permits = 16,
     /// redis-semaphore: `acquireAttemptsLimit` (-1: no limit).
     Attempts = 17,
+    /// Redisson: which hash lock (0 `getLock`, 1 a read lock, 2 a write
+    /// lock, 3 a fair lock).
+    Flavor = 18,
+    /// Redisson: a fair lock waiter's timeout in the queue (ms).
+    WaiterTimeoutMs = 19,
     /// How many slots there are (not a slot).
-    Count = 18,
+    Count = 20,
 }
 
 /// An operation's numbers, as JavaScript sent them (a `Float64Array`,
