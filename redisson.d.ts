@@ -82,6 +82,26 @@ export interface IRedissonConfig {
   replicas?: number
   /** How long to wait for the replicas, in ms; default 1000. */
   replicaTimeout?: number
+  /**
+   * Beyond node-redisson (Redisson's `fairLockWaitTimeout`): how long a
+   * fair lock waiter that stopped renewing its place (a dead process) holds
+   * the queue up, in ms; default 5000. Live waiters renew it while they
+   * wait.
+   */
+  fairLockWaitTimeout?: bigint | number
+}
+
+/**
+ * Beyond node-redisson: Java Redisson's `RReadWriteLock`. Both locks are
+ * RLocks on one hash (Java Redisson's layout) and share a clientId: a
+ * writer may also take the read lock.
+ */
+export interface IRReadWriteLock {
+  readonly name: string
+  /** Shared with other readers; excluded by another client's write lock. */
+  readLock (): IRLock
+  /** Held by one client, while no other client reads. */
+  writeLock (): IRLock
 }
 
 export interface IRedissonClient {
@@ -96,6 +116,10 @@ export declare class Redisson implements IRedissonClient {
   constructor (config: IRedissonConfig)
   get redis (): unknown
   getLock (name: string, clientId?: string): IRLock
+  /** Beyond node-redisson: Java Redisson's read-write lock. */
+  getReadWriteLock (name: string, clientId?: string): IRReadWriteLock
+  /** Beyond node-redisson: Java Redisson's fair (first come, first served) lock. */
+  getFairLock (name: string, clientId?: string): IRLock
   quit (): Promise<void>
 }
 

@@ -1,7 +1,7 @@
 // The Redisson face's typings, as a node-redisson user writes them.
 // Compiled with `tsc --noEmit --strict` by __test__/types.test.js.
 
-import { Redisson, TimeUnit, RedissonLockError, type IRLock, type IRedissonConfig, type RLockWaitTime, type RLockLeaseTime } from 'redislock-rs/redisson'
+import { Redisson, TimeUnit, RedissonLockError, type IRLock, type IRReadWriteLock, type IRedissonConfig, type RLockWaitTime, type RLockLeaseTime } from 'redislock-rs/redisson'
 
 const config: IRedissonConfig = { redis: { options: { host: '127.0.0.1', port: 6379 } }, lockWatchdogTimeout: 30000n }
 const redisson = new Redisson(config)
@@ -29,6 +29,14 @@ async function use (): Promise<void> {
   } catch (err) {
     if (err instanceof RedissonLockError) console.log(err.lockName, err.nodeId, err.clientId)
   }
+  const rw: IRReadWriteLock = new Redisson({ redis: { options: {} }, fairLockWaitTimeout: 2000 }).getReadWriteLock('doc', 'me')
+  const reading: boolean = await rw.readLock().tryLock(1, 10, TimeUnit.SECONDS)
+  await rw.writeLock().lock(5000)
+  const fair: IRLock = redisson.getFairLock('queue')
+  await fair.lock()
+  void [reading, rw.name, fair]
+  // @ts-expect-error a read-write lock is not itself a lock
+  await rw.lock()
   // @ts-expect-error waitTime true is not a wait time
   await lock.tryLock(true, 5000)
   // @ts-expect-error config needs redis

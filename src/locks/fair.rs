@@ -250,6 +250,10 @@ mod tests {
             Lua::new(FAIR_WAIT).hash(),
             "8f6ed299ffd259f0539c20f89253998c0777ea75"
         );
+        assert_eq!(
+            Lua::new(FAIR_FORCE).hash(),
+            "71ed11d4e4818119ac560b3d670a7f08256afc46"
+        );
         // The one change: no "unlocked" for a lock that is not there.
         assert_eq!(
             Lua::new(FAIR_ONCE).hash(),
@@ -258,6 +262,10 @@ mod tests {
         assert_eq!(
             Lua::new(FAIR_GIVE_UP).hash(),
             "d1ddef65ad80886b5d36e023c99930044ddd653a"
+        );
+        assert_eq!(
+            Lua::new(FAIR_FORCE).hash(),
+            "71ed11d4e4818119ac560b3d670a7f08256afc46"
         );
         // The one change: no "unlocked" for a lock that is not there.
         assert!(FAIR_UNLOCK.contains("ARGV[1]); end; return nil; end;if (redis.call('hexists'"));
