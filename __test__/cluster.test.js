@@ -216,6 +216,47 @@ test('the Redisson face on the cluster: node-redisson\'s { clusters } config, re
   }
 })
 
+test('Java Redisson\'s read-write and fair locks on the cluster: every key of one lock in its slot, waiters woken across nodes', async () => {
+  const nodes = cluster.seeds.map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) }))
+  const r = new RS.Redisson({ redis: { clusters: nodes }, lockWatchdogTimeout: 900n })
+  try {
+    for (const name of ['cluster:rw:a', 'cluster:{rw}:b']) {
+      const mine = r.getReadWriteLock(name, 'me')
+      await mine.readLock().lock()
+      await mine.readLock().lock(10000)
+      assert.equal(await check.hget(name, 'mode'), 'read')
+      const writer = r.getReadWriteLock(name, 'other').writeLock()
+      const t0 = Date.now()
+      const waiting = writer.tryLock(8000, 5000)
+      await sleep(1500)
+      assert.equal(await mine.readLock().isLocked(), true, 'the watchdog renews the reader through the cluster')
+      await mine.readLock().unlock()
+      await mine.readLock().unlock()
+      assert.equal(await waiting, true)
+      assert.ok(Date.now() - t0 < 5000, `woken on release: ${Date.now() - t0} ms`)
+      await writer.unlock()
+      assert.equal(await check.exists(name), 0)
+    }
+    const name = 'cluster:fair:c'
+    const holder = r.getFairLock(name, 'h')
+    await holder.lock(10000)
+    const order = []
+    const waiters = ['w1', 'w2'].map((id, i) => new Promise((resolve) => setTimeout(resolve, i * 200)).then(async () => {
+      const lock = r.getFairLock(name, id)
+      assert.equal(await lock.tryLock(8000, 5000), true)
+      order.push(id)
+      await lock.unlock()
+    }))
+    await sleep(600)
+    assert.equal(await check.llen(`redisson_lock_queue:{${name}}`), 2)
+    await holder.unlock()
+    await Promise.all(waiters)
+    assert.deepEqual(order, ['w1', 'w2'])
+  } finally {
+    await r.quit()
+  }
+})
+
 test('wakeOnRelease on the cluster: sharded pub/sub on the key\'s node wakes a waiter at once', async () => {
   const key = 'cluster:wake:{w1}'
   const channel = `${key}:redislock-rs:released`
