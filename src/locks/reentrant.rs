@@ -163,18 +163,18 @@ struct Scripts {
     renew: Lua,
     unlock: [Lua; 2],
     force: [Lua; 2],
-    read: Kind3,
+    read: FlavorScripts,
     read_is_locked: Lua,
     read_renew: Lua,
-    write: Kind3,
+    write: FlavorScripts,
     fair_once: Lua,
-    fair: Kind3,
+    fair: FlavorScripts,
     fair_give_up: Lua,
     fair_heartbeat: Lua,
 }
 
 /// A flavour's attempt, unlock and force-unlock scripts.
-struct Kind3 {
+struct FlavorScripts {
     attempt: Lua,
     unlock: Lua,
     force: Lua,
@@ -194,20 +194,20 @@ fn scripts() -> &'static Scripts {
             renew: Lua::new(RENEW),
             unlock: with(UNLOCK_HEAD, UNLOCK_TAIL),
             force: with(FORCE_HEAD, FORCE_TAIL),
-            read: Kind3 {
+            read: FlavorScripts {
                 attempt: Lua::new(rwlock::READ_TRY),
                 unlock: Lua::new(rwlock::READ_UNLOCK),
                 force: Lua::new(rwlock::READ_FORCE),
             },
             read_is_locked: Lua::new(rwlock::READ_IS_LOCKED),
             read_renew: Lua::new(rwlock::READ_RENEW),
-            write: Kind3 {
+            write: FlavorScripts {
                 attempt: Lua::new(rwlock::WRITE_TRY),
                 unlock: Lua::new(rwlock::WRITE_UNLOCK),
                 force: Lua::new(rwlock::WRITE_FORCE),
             },
             fair_once: Lua::new(fair::FAIR_ONCE),
-            fair: Kind3 {
+            fair: FlavorScripts {
                 attempt: Lua::new(fair::FAIR_WAIT),
                 unlock: Lua::new(fair::FAIR_UNLOCK),
                 force: Lua::new(fair::FAIR_FORCE),
@@ -352,7 +352,7 @@ async fn attempt_eval<C: ConnectionLike>(
 }
 
 /// A queued fair waiter's heartbeat ([`fair::FAIR_HEARTBEAT`]): its
-/// deadline moves to `now + waiter timeout`.
+/// deadline moves to one waiter timeout per place from now.
 async fn fair_heartbeat<C: ConnectionLike>(
     conn: &mut C,
     name: &str,
