@@ -2,8 +2,9 @@
 
 /**
  * node-redisson 1.0.4's `Redisson` class: reads the config (the connection,
- * the watchdog timeout, the event adapter, replicas), hands out RLocks and
- * stops this instance's renewals on `quit()`.
+ * the watchdog timeout, the event adapter, replicas), hands out RLocks
+ * (and, beyond node-redisson, Java Redisson's semaphores and count-down
+ * latches) and stops this instance's renewals on `quit()`.
  */
 
 const { randomUUID } = require('crypto')
@@ -11,6 +12,9 @@ const { targetFor } = require('../common/targets')
 const { tokioEngineFor } = require('../native/bridge')
 const { stopRedissonRenewals } = require('../native/loader')
 const { RLock, forgetInstance } = require('./rlock')
+const { RSemaphore } = require('./semaphore')
+const { RPermitExpirableSemaphore } = require('./permit-semaphore')
+const { RCountDownLatch } = require('./latch')
 
 const DEFAULT_WATCHDOG_MS = 30000
 
@@ -117,6 +121,21 @@ class Redisson {
 
   getLock (name, clientId) {
     return new RLock(this, name, clientId)
+  }
+
+  /** Java Redisson's RSemaphore at `name` (beyond node-redisson). */
+  getSemaphore (name) {
+    return new RSemaphore(this, name)
+  }
+
+  /** Java Redisson's RPermitExpirableSemaphore at `name` (beyond node-redisson). */
+  getPermitExpirableSemaphore (name) {
+    return new RPermitExpirableSemaphore(this, name)
+  }
+
+  /** Java Redisson's RCountDownLatch at `name` (beyond node-redisson). */
+  getCountDownLatch (name) {
+    return new RCountDownLatch(this, name)
   }
 
   /** Stops this instance's watchdog renewals; later calls reject. */
