@@ -426,3 +426,19 @@ test('layout: RCountDownLatch as Java Redisson writes and reads it', async () =>
   assert.deepEqual(await redis.check.script('EXISTS', ...used.map((k) => sha1(JAVA[k]))), used.map(() => 1))
   await sub.close()
 })
+
+test('on Redis Cluster, a name whose keys would not share a slot is refused', async () => {
+  // No connection is made until an operation runs.
+  const r = new RS.Redisson({ redis: { clusters: [{ host: '127.0.0.1', port: 1 }] } })
+  try {
+    // The latch's channel is `…{name}` with literal braces: `{a}b` puts it in slot("{a").
+    assert.throws(() => r.getCountDownLatch('{a}b'), (err) => err instanceof TypeError && /different slots/.test(err.message))
+    r.getCountDownLatch('ab')
+    // prefixName/suffixName keep a braced name's hash tag.
+    r.getSemaphore('{a}b')
+    r.getPermitExpirableSemaphore('x{a}b')
+    r.getPermitExpirableSemaphore('plain')
+  } finally {
+    await r.quit()
+  }
+})
