@@ -442,3 +442,27 @@ test('on Redis Cluster, a name whose keys would not share a slot is refused', as
     await r.quit()
   }
 })
+
+test('a change nobody announces still reaches a waiter within about a second (the safety net)', async () => {
+  const name = fresh('unannounced')
+  const r = make()
+  const s = r.getSemaphore(name)
+  await s.trySetPermits(0)
+  let t = Date.now()
+  const taking = s.tryAcquire(1, 5000)
+  await sleep(100)
+  // Written behind Redisson's back: no message on the channel.
+  await redis.check.incrby(name, 1)
+  assert.equal(await taking, true)
+  let took = Date.now() - t
+  assert.ok(took < 2000, `took ${took} ms`)
+  const latch = r.getCountDownLatch(fresh('unannounced'))
+  await latch.trySetCount(1)
+  t = Date.now()
+  const opening = latch.await(5000)
+  await sleep(100)
+  await redis.check.del(latch.name)
+  assert.equal(await opening, true)
+  took = Date.now() - t
+  assert.ok(took < 2000, `took ${took} ms`)
+})
