@@ -43,6 +43,12 @@ export declare class Completer {
   semaphores(endpoints: Array<number>, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
   /** r" A Redisson face operation (`nums` by `Slot`). */
   redisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Float64Array): void
+  /**
+   * r" A Java Redisson synchronizer operation (RSemaphore,
+   * r" RPermitExpirableSemaphore, RCountDownLatch) on the object `name`
+   * r" with its `channel` and `timeout` set, permit id `arg` (`nums` by `Slot`).
+   */
+  rsync(endpoint: number, id: number, op: SyncOp, name: string, channel: string, timeout: string, arg: string, nums: Float64Array): void
 }
 
 /**
@@ -242,6 +248,13 @@ export declare function loopRedlock(endpoints: Array<number>, id: number, op: Lo
 export declare function loopRelease(endpoint: number, id: number, key: string, token: string): void
 
 /**
+ * r" A Java Redisson synchronizer operation (RSemaphore,
+ * r" RPermitExpirableSemaphore, RCountDownLatch) on the object `name`
+ * r" with its `channel` and `timeout` set, permit id `arg` (`nums` by `Slot`).
+ */
+export declare function loopRsync(endpoint: number, id: number, op: SyncOp, name: string, channel: string, timeout: string, arg: string, nums: Float64Array): void
+
+/**
  * r" A redis-semaphore face operation: the mutex or semaphore at `key`
  * r" for holder `identifier` (`nums` by `Slot`).
  */
@@ -396,3 +409,30 @@ export declare const enum Slot {
  * instance whose holder fields start with `prefix` (`Redisson.quit()`).
  */
 export declare function stopRedissonRenewals(prefix: string): void
+
+/**
+ * An operation of Java Redisson's synchronizers on the Redisson face
+ * (ops/synchronizers.rs): `Sem…` RSemaphore, `Pes…`
+ * RPermitExpirableSemaphore, `Latch…` RCountDownLatch.
+ */
+export declare const enum SyncOp {
+  SemTrySetPermits = 0,
+  /** `tryAcquire`/`acquire` (`WaitMs`). */
+  SemAcquire = 1,
+  SemRelease = 2,
+  SemAvailablePermits = 3,
+  SemAddPermits = 4,
+  SemDrainPermits = 5,
+  PesTrySetPermits = 6,
+  /** `tryAcquire`/`acquire` of the permit id given (`WaitMs`, `Time`). */
+  PesAcquire = 7,
+  PesTryRelease = 8,
+  PesUpdateLease = 9,
+  PesAvailablePermits = 10,
+  PesAddPermits = 11,
+  LatchTrySetCount = 12,
+  LatchCountDown = 13,
+  LatchGetCount = 14,
+  /** `await` (`WaitMs`). */
+  LatchAwait = 15,
+}

@@ -112,6 +112,63 @@ export interface IRedissonClient {
   quit (): Promise<void>
 }
 
+/**
+ * Beyond node-redisson: Java Redisson's RSemaphore, on its data layout (the
+ * count at the name; releases published on `redisson_sc:{name}`).
+ */
+export interface RSemaphore {
+  readonly name: string
+  /** Sets the number of permits if none is set yet; `true` when set. */
+  trySetPermits (permits: number): Promise<boolean>
+  /** Takes `permits` (default 1), waiting as long as it takes. */
+  acquire (permits?: number): Promise<void>
+  /** Takes `permits` if free, waiting at most `waitTime` (none: one attempt). */
+  tryAcquire (permits?: number, waitTime?: RedissonTime, unit?: TimeUnit): Promise<boolean>
+  release (permits?: number): Promise<void>
+  availablePermits (): Promise<number>
+  /** Adds permits (negative: removes them). */
+  addPermits (permits: number): Promise<void>
+  /** Takes every free permit; how many there were. */
+  drainPermits (): Promise<number>
+}
+
+/** A permit id: 32 lowercase hexadecimal digits (16 bytes). */
+export type PermitId = string
+
+/**
+ * Beyond node-redisson: Java Redisson's RPermitExpirableSemaphore, on its
+ * data layout (the free count at the name, held permits in `{name}:timeout`
+ * scored by their expiry). A lease of `undefined`, `null` or -1: none.
+ */
+export interface RPermitExpirableSemaphore {
+  readonly name: string
+  trySetPermits (permits: number): Promise<boolean>
+  /** Takes a permit, waiting as long as it takes; resolves to its id. */
+  acquire (leaseTime?: RedissonTime | null, unit?: TimeUnit): Promise<PermitId>
+  /** Takes a permit, waiting at most `waitTime` (none: one attempt); its id, or `null`. */
+  tryAcquire (waitTime?: RedissonTime | null, leaseTime?: RedissonTime | null, unit?: TimeUnit): Promise<PermitId | null>
+  tryAcquire (waitTime: RedissonTime, unit: TimeUnit): Promise<PermitId | null>
+  /** Rejects (`RedissonLockError`) when the permit was released already, expired or never existed. */
+  release (permitId: PermitId): Promise<void>
+  tryRelease (permitId: PermitId): Promise<boolean>
+  updateLeaseTime (permitId: PermitId, leaseTime: RedissonTime, unit?: TimeUnit): Promise<boolean>
+  availablePermits (): Promise<number>
+  addPermits (permits: number): Promise<void>
+}
+
+/**
+ * Beyond node-redisson: Java Redisson's RCountDownLatch, on its data layout
+ * (the count at the name; `redisson_countdownlatch__channel__{name}`).
+ */
+export interface RCountDownLatch {
+  readonly name: string
+  trySetCount (count: number): Promise<boolean>
+  countDown (): Promise<void>
+  getCount (): Promise<number>
+  /** Waits until the count is zero, at most `waitTime` (none: forever); `true` at zero. */
+  await (waitTime?: RedissonTime, unit?: TimeUnit): Promise<boolean>
+}
+
 export declare class Redisson implements IRedissonClient {
   constructor (config: IRedissonConfig)
   get redis (): unknown
@@ -120,6 +177,12 @@ export declare class Redisson implements IRedissonClient {
   getReadWriteLock (name: string, clientId?: string): IRReadWriteLock
   /** Beyond node-redisson: Java Redisson's fair (first come, first served) lock. */
   getFairLock (name: string, clientId?: string): IRLock
+  /** Beyond node-redisson: Java Redisson's RSemaphore at `name`. */
+  getSemaphore (name: string): RSemaphore
+  /** Beyond node-redisson: Java Redisson's RPermitExpirableSemaphore at `name`. */
+  getPermitExpirableSemaphore (name: string): RPermitExpirableSemaphore
+  /** Beyond node-redisson: Java Redisson's RCountDownLatch at `name`. */
+  getCountDownLatch (name: string): RCountDownLatch
   quit (): Promise<void>
 }
 

@@ -7,7 +7,7 @@
  * number is copied here; `nums` fills an operation's numbers by slot name.
  */
 
-const { LockOp, RedissonOp, Flag, Slot, Outcome } = require('./loader')
+const { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome } = require('./loader')
 
 // Slot names as `nums` takes them: { time, retries, … } → Slot.Time, ….
 const SLOTS = Object.keys(Slot)
@@ -18,7 +18,7 @@ const SLOTS = Object.keys(Slot)
  * An operation's numbers: `fields` by slot name (`time`, `retries`,
  * `delay`, `flags`, `hold`, `env`, `maxLagMs`, `maxHoldMs`, `cancel`,
  * `replicas`, `replicaTimeoutMs`, `serverTimeoutMs`, `jitterMs`,
- * `waitMs`; see src/node/wire/nums.rs), 0 where not given.
+ * `waitMs`, `permits`, …; see src/node/wire/nums.rs), 0 where not given.
  */
 function nums (fields) {
   // A Float64Array: the native side reads it in place (an Array costs a
@@ -31,4 +31,4 @@ function nums (fields) {
   return out
 }
 
-module.exports = { LockOp, RedissonOp, Flag, Slot, Outcome, nums }
+module.exports = { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, nums }

@@ -2,8 +2,9 @@
 
 /**
  * node-redisson 1.0.4's `Redisson` class: reads the config (the connection,
- * the watchdog timeout, the event adapter, replicas), hands out RLocks and
- * stops this instance's renewals on `quit()`.
+ * the watchdog timeout, the event adapter, replicas), hands out RLocks
+ * (and, beyond node-redisson, Java Redisson's semaphores and count-down
+ * latches) and stops this instance's renewals on `quit()`.
  */
 
 const { randomUUID } = require('crypto')
@@ -12,6 +13,9 @@ const { tokioEngineFor } = require('../native/bridge')
 const { stopRedissonRenewals } = require('../native/loader')
 const { RLock, Flavor, forgetInstance } = require('./rlock')
 const { RReadWriteLock } = require('./read-write-lock')
+const { RSemaphore } = require('./semaphore')
+const { RPermitExpirableSemaphore } = require('./permit-semaphore')
+const { RCountDownLatch } = require('./latch')
 
 const DEFAULT_WATCHDOG_MS = 30000
 // A fair lock waiter's timeout in the queue (ms): how long a waiter that
@@ -144,6 +148,21 @@ class Redisson {
   /** Beyond node-redisson: Java Redisson's fair (first come, first served) lock. */
   getFairLock (name, clientId) {
     return new RLock(this, name, clientId, Flavor.FAIR)
+  }
+
+  /** Java Redisson's RSemaphore at `name` (beyond node-redisson). */
+  getSemaphore (name) {
+    return new RSemaphore(this, name)
+  }
+
+  /** Java Redisson's RPermitExpirableSemaphore at `name` (beyond node-redisson). */
+  getPermitExpirableSemaphore (name) {
+    return new RPermitExpirableSemaphore(this, name)
+  }
+
+  /** Java Redisson's RCountDownLatch at `name` (beyond node-redisson). */
+  getCountDownLatch (name) {
+    return new RCountDownLatch(this, name)
   }
 
   /** Stops this instance's watchdog renewals; later calls reject. */

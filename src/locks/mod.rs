@@ -4,7 +4,8 @@
 //! every flavour), `rwlock` and `fair` (the read-write and fair locks' scripts), `quorum` (Redlock over several
 //! servers), `redlock` (node-redlock's several resources over several
 //! servers, its scripts), `semaphore` (redis-semaphore's mutexes and
-//! counting semaphores, its scripts); beside them `replicas` (`WAIT` for replica acknowledgement),
+//! counting semaphores, its scripts), `synchronizers` (Java Redisson's
+//! RSemaphore, RPermitExpirableSemaphore and RCountDownLatch, its scripts); beside them `replicas` (`WAIT` for replica acknowledgement),
 //! `keys` (helper keys in the lock key's hash slot) and `resend` (what a
 //! command sent again after a broken connection may conclude).
 
@@ -17,4 +18,5 @@ pub mod replicas;
 pub(crate) mod resend;
 pub mod rwlock;
 pub mod semaphore;
+pub mod synchronizers;
 pub mod token;

@@ -219,7 +219,7 @@ fn scripts() -> &'static Scripts {
 }
 
 /// Runs `lua` on `keys` and `args` (see [`Lua::eval`]).
-async fn eval<C: ConnectionLike>(
+pub(crate) async fn eval<C: ConnectionLike>(
     conn: &mut C,
     lua: &Lua,
     keys: &[&str],

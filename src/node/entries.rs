@@ -12,8 +12,8 @@ use napi_derive::napi;
 #[cfg(unix)]
 use crate::node::engine::jsloop::{Loop, LoopEngine};
 use crate::node::engine::tokio::{Completer, Tokio};
-use crate::node::ops::{lockx, quorum, redisson, redlock, semaphore, token};
-use crate::node::wire::codes::{LockOp, RedissonOp};
+use crate::node::ops::{lockx, quorum, redisson, redlock, semaphore, synchronizers, token};
+use crate::node::wire::codes::{LockOp, RedissonOp, SyncOp};
 
 /// `name / loop_name (where: type; args…) => module::operation;` emits both
 /// engines' entries for `operation`, which takes `where` and `args` and
@@ -69,4 +69,8 @@ entries! {
     semaphores / loop_semaphores (endpoints: Vec<u32>; op: LockOp, key: String, identifier: String, nums: &[f64]) => semaphore::semaphores;
     /// A Redisson face operation (`nums` by `Slot`).
     redisson / loop_redisson (endpoint: u32; op: RedissonOp, name: String, channel: String, field: String, aux: String, adapter: String, nums: &[f64]) => redisson::redisson;
+    /// A Java Redisson synchronizer operation (RSemaphore,
+    /// RPermitExpirableSemaphore, RCountDownLatch) on the object `name`
+    /// with its `channel` and `timeout` set, permit id `arg` (`nums` by `Slot`).
+    rsync / loop_rsync (endpoint: u32; op: SyncOp, name: String, channel: String, timeout: String, arg: String, nums: &[f64]) => synchronizers::rsync;
 }

@@ -8,4 +8,5 @@ pub(crate) mod quorum;
 pub(crate) mod redisson;
 pub(crate) mod redlock;
 pub(crate) mod semaphore;
+pub(crate) mod synchronizers;
 pub(crate) mod token;

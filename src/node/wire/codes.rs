@@ -26,6 +26,33 @@ pub enum RedissonOp {
     IsLocked = 3,
 }
 
+/// An operation of Java Redisson's synchronizers on the Redisson face
+/// (ops/synchronizers.rs): `Sem…` RSemaphore, `Pes…`
+/// RPermitExpirableSemaphore, `Latch…` RCountDownLatch.
+#[napi]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncOp {
+    SemTrySetPermits = 0,
+    /// `tryAcquire`/`acquire` (`WaitMs`).
+    SemAcquire = 1,
+    SemRelease = 2,
+    SemAvailablePermits = 3,
+    SemAddPermits = 4,
+    SemDrainPermits = 5,
+    PesTrySetPermits = 6,
+    /// `tryAcquire`/`acquire` of the permit id given (`WaitMs`, `Time`).
+    PesAcquire = 7,
+    PesTryRelease = 8,
+    PesUpdateLease = 9,
+    PesAvailablePermits = 10,
+    PesAddPermits = 11,
+    LatchTrySetCount = 12,
+    LatchCountDown = 13,
+    LatchGetCount = 14,
+    /// `await` (`WaitMs`).
+    LatchAwait = 15,
+}
+
 /// The option bits of a token lock's or Redlock's operation
 /// (`Slot::Flags`).
 #[napi]

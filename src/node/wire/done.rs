@@ -61,6 +61,8 @@ pub enum Value {
     Granted(QuorumGrant),
     /// A Redisson unlock that released the last hold.
     Released,
+    /// A count (permits, a latch's count): a number for JavaScript.
+    Count(i64),
 }
 
 /// `inspect(client, key)`'s answer: the key's PTTL as Redis gives it (-2:
@@ -143,6 +145,7 @@ impl ToNapiValue for Item {
                 Item::Value(Value::Report(r)) => QuorumReport::to_napi_value(env, r),
                 Item::Value(Value::Granted(g)) => QuorumGrant::to_napi_value(env, g),
                 Item::Value(Value::Released) => bool::to_napi_value(env, true),
+                Item::Value(Value::Count(n)) => f64::to_napi_value(env, n as f64),
             }
         }
     }
