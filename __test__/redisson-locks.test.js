@@ -20,6 +20,7 @@ const RS = require('../redisson')
 const { useRedis } = require('./helpers/redis')
 const { javaClient, prefixName } = require('./helpers/java-redisson-locks')
 const { sleep } = require('./helpers/wait')
+const { rejection } = require('./helpers/outcomes')
 
 const opened = []
 after(async () => {
@@ -41,15 +42,6 @@ function make (extra = {}) {
 
 let seq = 0
 const fresh = (what) => `rl-test:${what}:${process.pid}:${seq++}`
-
-async function rejection (p) {
-  try {
-    await p
-  } catch (err) {
-    return err
-  }
-  assert.fail('expected a rejection')
-}
 
 test('read locks are shared; a write lock excludes readers and writers', async () => {
   const [a, b, c] = [make(), make(), make()]

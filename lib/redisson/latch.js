@@ -9,7 +9,8 @@
 
 const { SyncOp } = require('../native/wire')
 const { TimeUnit } = require('./timeunit')
-const { SyncObject, integer, checkUnit, millis, settleBool, settleVoid, settleNumber, guarded } = require('./sync-base')
+const { SyncObject, integer, millis, settleBool, settleVoid, settleNumber, guarded } = require('./sync-base')
+const { checkUnit } = require('./args')
 
 class RCountDownLatch extends SyncObject {
   constructor (redisson, name) {

@@ -16,9 +16,10 @@ const { SyncOp } = require('../native/wire')
 const { RedissonLockError } = require('../common/errors')
 const { TimeUnit } = require('./timeunit')
 const {
-  SyncObject, prefixName, suffixName, permitsOf, integer, isUnit, checkUnit, millis, describe,
+  SyncObject, permitsOf, integer, millis,
   settleBool, settleVoid, settleNumber, guarded, NO, INT_MIN, INT_MAX
 } = require('./sync-base')
+const { prefixName, suffixName, isUnit, checkUnit, describe } = require('./args')
 
 const ID = /^[0-9a-fA-F]{32}$/
 

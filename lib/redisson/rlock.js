@@ -16,6 +16,7 @@ const { RedissonLockError, nativeMessage } = require('../common/errors')
 const { newHold, lose } = require('../common/holds')
 const { LockBase, kHold } = require('../common/lock-base')
 const { TimeUnit } = require('./timeunit')
+const { nodePrefixName, prefixName, describe, checkUnit, millis } = require('./args')
 
 const { RedissonOp: { TryLock: TRY_LOCK, Unlock: UNLOCK, ForceUnlock: FORCE_UNLOCK, IsLocked: IS_LOCKED }, Outcome, nums } = require('../native/wire')
 const { instrument } = require('../common/trace')
@@ -24,7 +25,6 @@ const RELEASED = Outcome.Value
 const YES = Outcome.Yes
 const NO = Outcome.No
 
-const MAX_MS = BigInt(Number.MAX_SAFE_INTEGER)
 // The numbers of an operation that takes none.
 const NONE = Object.freeze({})
 
@@ -45,16 +45,6 @@ const kFlavor = Symbol('redislock-rs.flavor')
 // Successful locks minus unlocks through this object.
 const kCount = Symbol('redislock-rs.count')
 
-/** node-redisson's `prefixName`: braces unless the name starts with one. */
-function prefixName (prefix, name) {
-  return `${prefix}:${name.startsWith('{') ? name : `{${name}}`}`
-}
-
-/** Java Redisson's `prefixName`: braces unless the name has one anywhere. */
-function javaPrefixName (prefix, name) {
-  return `${prefix}:${name.includes('{') ? name : `{${name}}`}`
-}
-
 // Which of Redisson's hash locks an RLock is (src/locks/reentrant.rs
 // `Flavor`): node-redisson's getLock, a read or write lock of
 // getReadWriteLock, a fair lock. The three beyond node-redisson follow
@@ -63,28 +53,6 @@ const Flavor = Object.freeze({ PLAIN: 0, READ: 1, WRITE: 2, FAIR: 3 })
 const CHANNELS = ['redisson_lock__channel', 'redisson_rwlock', 'redisson_rwlock', 'redisson_lock__channel']
 const KINDS = ['rlock', 'read-lock', 'write-lock', 'fair-lock']
 const GETTERS = ['getLock', 'getReadWriteLock', 'getReadWriteLock', 'getFairLock']
-
-function checkUnit (unit) {
-  if (!(unit instanceof TimeUnit) && !(unit !== null && typeof unit === 'object' && typeof unit.toMillis === 'function')) {
-    throw new TypeError(`unit must be a TimeUnit (TimeUnit.MILLISECONDS, SECONDS, MINUTES, HOURS or DAYS); got ${describe(unit)}`)
-  }
-}
-
-function describe (v) {
-  if (typeof v === 'bigint') return `${v}n`
-  if (typeof v === 'string') return JSON.stringify(v)
-  if (v === null || typeof v !== 'object') return String(v)
-  return Object.prototype.toString.call(v)
-}
-
-/** `unit.toMillis(t)` (node-redisson's errors), then a range check of our own. */
-function millis (unit, t, what) {
-  const ms = unit.toMillis(t)
-  if (typeof ms !== 'bigint') throw new TypeError(`unit.toMillis must return a bigint; got ${describe(ms)}`)
-  if (ms < 0n) throw new RangeError(`${what} must not be negative; got ${describe(t)}`)
-  if (ms > MAX_MS) throw new RangeError(`${what} is too large: ${ms} ms is more than Number.MAX_SAFE_INTEGER`)
-  return Number(ms)
-}
 
 /** The lease for an attempt: `null` for the watchdog, else ms. */
 function leaseOf (leaseTime, unit) {
@@ -186,8 +154,8 @@ class RLock extends LockBase {
     // locks beyond it treat the prefixed name as Java's raw name, so that
     // every name derived from it shares its hash slot.
     this[kChannel] = flavor === Flavor.PLAIN
-      ? prefix + prefixName(CHANNELS[flavor], name)
-      : javaPrefixName(CHANNELS[flavor], prefix + name)
+      ? prefix + nodePrefixName(CHANNELS[flavor], name)
+      : prefixName(CHANNELS[flavor], prefix + name)
     this[kField] = `${redisson._id}:${this._clientId}`
     this[kWatchKey] = `${redisson._target.endpoint}\n${this[kLockKey]}\n${this[kField]}\n${flavor}`
     if (redisson._target.cluster && keySlot(this[kLockKey]) !== keySlot(this[kChannel])) {
@@ -266,8 +234,8 @@ class RLock extends LockBase {
   _latch () {
     const prefix = this[kRedisson]._target.prefix
     const latch = this[kFlavor] === Flavor.PLAIN
-      ? prefix + prefixName('redisson_unlock_latch', this[kName])
-      : javaPrefixName('redisson_unlock_latch', prefix + this[kName])
+      ? prefix + nodePrefixName('redisson_unlock_latch', this[kName])
+      : prefixName('redisson_unlock_latch', prefix + this[kName])
     return `${latch}:${randomUUID()}`
   }
 
@@ -322,4 +290,4 @@ instrument(RLock.prototype, 'redisson', (lock) => ({ kind: KINDS[lock[kFlavor]],
   forceUnlock: { op: 'release', keys: (lock) => [lock[kName]], outcome: (done) => done ? 'released' : 'not-held' }
 })
 
-module.exports = { RLock, Flavor, prefixName, forgetInstance }
+module.exports = { RLock, Flavor, forgetInstance }

@@ -10,9 +10,10 @@
 const { SyncOp } = require('../native/wire')
 const { TimeUnit } = require('./timeunit')
 const {
-  SyncObject, prefixName, permitsOf, integer, checkUnit, millis,
+  SyncObject, permitsOf, integer, millis,
   settleBool, settleVoid, settleNumber, guarded, INT_MIN, INT_MAX
 } = require('./sync-base')
+const { prefixName, checkUnit } = require('./args')
 
 class RSemaphore extends SyncObject {
   constructor (redisson, name) {

@@ -10,29 +10,11 @@
 const { start } = require('../native/bridge')
 const { keySlot } = require('../native/loader')
 const { RedissonLockError, nativeMessage } = require('../common/errors')
-const { TimeUnit } = require('./timeunit')
+const { describe, millis: unitMillis } = require('./args')
 const { nums, Outcome: { No: NO } } = require('../native/wire')
 
 const INT_MAX = 2147483647
 const INT_MIN = -2147483648
-const MAX_MS = BigInt(Number.MAX_SAFE_INTEGER)
-
-/** Java Redisson's `RedissonObject.prefixName`: braces unless the name has one. */
-function prefixName (prefix, name) {
-  return name.includes('{') ? `${prefix}:${name}` : `${prefix}:{${name}}`
-}
-
-/** Java Redisson's `RedissonObject.suffixName`. */
-function suffixName (name, suffix) {
-  return name.includes('{') ? `${name}:${suffix}` : `{${name}}:${suffix}`
-}
-
-function describe (v) {
-  if (typeof v === 'bigint') return `${v}n`
-  if (typeof v === 'string') return JSON.stringify(v)
-  if (v === null || typeof v !== 'object') return String(v)
-  return Object.prototype.toString.call(v)
-}
 
 /** An integer (number or bigint) in min..max, as a number; `what` names it. */
 function integer (v, what, min, max) {
@@ -53,17 +35,7 @@ function permitsOf (v, min = 0) {
   return integer(v, 'permits', min, INT_MAX)
 }
 
-function isUnit (u) {
-  return u instanceof TimeUnit || (u !== null && typeof u === 'object' && typeof u.toMillis === 'function')
-}
-
-function checkUnit (unit) {
-  if (!isUnit(unit)) {
-    throw new TypeError(`unit must be a TimeUnit (TimeUnit.MILLISECONDS, SECONDS, MINUTES, HOURS or DAYS); got ${describe(unit)}`)
-  }
-}
-
-/** `t` in `unit` as ms (a number), at least `min`. */
+/** `t` in `unit` as ms (a number), at least `min`: an integer number or bigint. */
 function millis (t, unit, what, min = 0) {
   if (typeof t !== 'number' && typeof t !== 'bigint') {
     throw new TypeError(`${what} must be a number or a bigint; got ${describe(t)}`)
@@ -71,11 +43,7 @@ function millis (t, unit, what, min = 0) {
   if (typeof t === 'number' && !Number.isInteger(t)) {
     throw new RangeError(`${what} must be an integer; got ${describe(t)}`)
   }
-  const ms = unit.toMillis(t)
-  if (typeof ms !== 'bigint') throw new TypeError(`unit.toMillis must return a bigint; got ${describe(ms)}`)
-  if (ms < BigInt(min)) throw new RangeError(`${what} must be at least ${min} ms; got ${describe(t)}`)
-  if (ms > MAX_MS) throw new RangeError(`${what} is too large: ${ms} ms is more than Number.MAX_SAFE_INTEGER`)
-  return Number(ms)
+  return unitMillis(unit, t, what, min)
 }
 
 /**
@@ -164,13 +132,8 @@ function guarded (fn) {
 
 module.exports = {
   SyncObject,
-  prefixName,
-  suffixName,
-  describe,
   integer,
   permitsOf,
-  isUnit,
-  checkUnit,
   millis,
   settleBool,
   settleVoid,
