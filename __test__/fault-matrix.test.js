@@ -18,7 +18,7 @@ const path = require('path')
 const { makeCertificates } = require('./helpers/tls')
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'fault-scenario.js')
-const SCENARIOS = ['killed-under-load', 'silent', 'refused', 'blackhole', 'reset', 'half-open', 'latency', 'slow-redis', 'restart']
+const SCENARIOS = ['killed-under-load', 'silent', 'refused', 'blackhole', 'reset', 'half-open', 'latency', 'slow-redis', 'restart', 'redisson-restart', 'redisson-blackhole']
 const LIMIT_MS = 20000
 
 /** Runs one scenario; resolves to its report, or fails when it does not exit within LIMIT_MS. */
