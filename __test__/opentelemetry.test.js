@@ -20,6 +20,7 @@ const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-asyn
 const R = require('..')
 const S = require('../semaphore')
 const Redlock = require('../redlock')
+const RS = require('../redisson')
 const { instrumentLocks } = require('../examples/opentelemetry')
 const { useRedis } = require('./helpers/redis')
 const { sleep } = require('./helpers/wait')
@@ -147,6 +148,49 @@ test('the other faces publish on the same channels: redis-semaphore and node-red
     ['redislock release', 'redlock', 'redlock', 'released']
   ])
   assert.deepEqual(exporter.getFinishedSpans()[3].attributes['redislock.keys'], [key, `${key}:b`])
+})
+
+test('the Redisson face\'s read-write and fair locks and its semaphores publish too, with their kind', async () => {
+  exporter.reset()
+  const key = fresh('redisson')
+  const r = new RS.Redisson({ redis: { client: redis.server.url } })
+  try {
+    const rw = r.getReadWriteLock(key)
+    await rw.readLock().lock(1000)
+    await rw.readLock().unlock()
+    const fair = r.getFairLock(`${key}:fair`)
+    assert.equal(await fair.tryLock(0, 1000), true)
+    await fair.unlock()
+    const sem = r.getSemaphore(`${key}:sem`)
+    await sem.trySetPermits(1)
+    assert.equal(await sem.tryAcquire(1), true)
+    assert.equal(await sem.tryAcquire(1), false)
+    await sem.release(1)
+    const pes = r.getPermitExpirableSemaphore(`${key}:pes`)
+    await pes.trySetPermits(1)
+    const id = await pes.acquire(1000)
+    assert.equal(await pes.updateLeaseTime(id, 2000), true)
+    await pes.release(id)
+    // Counting down a latch is not a lock operation: not traced.
+    const latch = r.getCountDownLatch(`${key}:latch`)
+    await latch.trySetCount(1)
+    await latch.countDown()
+  } finally {
+    await r.quit()
+  }
+  const seen = exporter.getFinishedSpans().map((s) => [s.name, s.attributes['redislock.face'], s.attributes['redislock.kind'], s.attributes['redislock.outcome']])
+  assert.deepEqual(seen, [
+    ['redislock acquire', 'redisson', 'read-lock', 'granted'],
+    ['redislock release', 'redisson', 'read-lock', 'released'],
+    ['redislock acquire', 'redisson', 'fair-lock', 'granted'],
+    ['redislock release', 'redisson', 'fair-lock', 'released'],
+    ['redislock acquire', 'redisson', 'rsemaphore', 'granted'],
+    ['redislock acquire', 'redisson', 'rsemaphore', 'held'],
+    ['redislock release', 'redisson', 'rsemaphore', 'released'],
+    ['redislock acquire', 'redisson', 'permit-semaphore', 'granted'],
+    ['redislock extend', 'redisson', 'permit-semaphore', 'extended'],
+    ['redislock release', 'redisson', 'permit-semaphore', 'released']
+  ])
 })
 
 test('with nobody subscribed, nothing is published', async () => {

@@ -17,8 +17,9 @@ const { RedissonLockError } = require('../common/errors')
 const { TimeUnit } = require('./timeunit')
 const {
   SyncObject, permitsOf, integer, millis,
-  settleBool, settleVoid, settleNumber, guarded, NO, INT_MIN, INT_MAX
+  settleBool, settleVoid, settleNumber, guarded, traced, NO, INT_MIN, INT_MAX
 } = require('./sync-base')
+const { instrument } = require('../common/trace')
 const { prefixName, suffixName, isUnit, checkUnit, describe } = require('./args')
 
 const ID = /^[0-9a-fA-F]{32}$/
@@ -132,5 +133,16 @@ class RPermitExpirableSemaphore extends SyncObject {
     })
   }
 }
+
+// diagnostics_channel (lib/common/trace.js): a permit is a lock with an id;
+// its key is the semaphore's name.
+const keys = (sem) => [sem.name]
+instrument(RPermitExpirableSemaphore.prototype, 'redisson', traced('permit-semaphore'), {
+  acquire: { op: 'acquire', keys, outcome: () => 'granted' },
+  tryAcquire: { op: 'acquire', keys, outcome: (id) => id === null ? 'held' : 'granted' },
+  release: { op: 'release', keys, outcome: () => 'released' },
+  tryRelease: { op: 'release', keys, outcome: (done) => done ? 'released' : 'not-held' },
+  updateLeaseTime: { op: 'extend', keys, outcome: (done) => done ? 'extended' : 'not-held' }
+})
 
 module.exports = { RPermitExpirableSemaphore }

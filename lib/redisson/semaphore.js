@@ -11,9 +11,10 @@ const { SyncOp } = require('../native/wire')
 const { TimeUnit } = require('./timeunit')
 const {
   SyncObject, permitsOf, integer, millis,
-  settleBool, settleVoid, settleNumber, guarded, INT_MIN, INT_MAX
+  settleBool, settleVoid, settleNumber, guarded, traced, INT_MIN, INT_MAX
 } = require('./sync-base')
 const { prefixName, checkUnit } = require('./args')
+const { instrument } = require('../common/trace')
 
 class RSemaphore extends SyncObject {
   constructor (redisson, name) {
@@ -83,5 +84,13 @@ class RSemaphore extends SyncObject {
     return Promise.resolve(value)
   }
 }
+
+// diagnostics_channel (lib/common/trace.js): taking and giving back permits.
+const keys = (sem) => [sem.name]
+instrument(RSemaphore.prototype, 'redisson', traced('rsemaphore'), {
+  acquire: { op: 'acquire', keys, outcome: () => 'granted' },
+  tryAcquire: { op: 'acquire', keys, outcome: (got) => got ? 'granted' : 'held' },
+  release: { op: 'release', keys, outcome: () => 'released' }
+})
 
 module.exports = { RSemaphore }

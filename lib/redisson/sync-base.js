@@ -8,7 +8,7 @@
  */
 
 const { start } = require('../native/bridge')
-const { keySlot } = require('../native/loader')
+const { keySlot, endpointName } = require('../native/loader')
 const { RedissonLockError, nativeMessage } = require('../common/errors')
 const { describe, millis: unitMillis } = require('./args')
 const { nums, Outcome: { No: NO } } = require('../native/wire')
@@ -121,6 +121,14 @@ function settleNumber (obj, _, outcome, err, resolve, reject, value) {
   resolve(typeof value === 'number' ? value : 0)
 }
 
+/**
+ * The face's `{ kind, servers }` for diagnostics_channel
+ * (lib/common/trace.js `instrument`), for a synchronizer of `kind`.
+ */
+function traced (kind) {
+  return (obj) => ({ kind, servers: [endpointName(obj._redisson._target.endpoint)] })
+}
+
 /** A promise rejected with what `fn` throws, else `fn`'s promise. */
 function guarded (fn) {
   try {
@@ -139,6 +147,7 @@ module.exports = {
   settleVoid,
   settleNumber,
   guarded,
+  traced,
   NO,
   INT_MIN,
   INT_MAX
