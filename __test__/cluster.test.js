@@ -257,6 +257,44 @@ test('Java Redisson\'s read-write and fair locks on the cluster: every key of on
   }
 })
 
+test('Java Redisson\'s semaphores and count-down latch on the cluster: their keys in one slot, waiters woken across nodes', async () => {
+  const nodes = cluster.seeds.map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) }))
+  const r = new RS.Redisson({ redis: { clusters: nodes } })
+  try {
+    const sem = r.getSemaphore('cluster:sem:a')
+    assert.equal(await sem.trySetPermits(1), true)
+    assert.equal(await sem.tryAcquire(1), true)
+    const t0 = Date.now()
+    const waiting = sem.tryAcquire(1, 8000)
+    await sleep(300)
+    await sem.release(1)
+    assert.equal(await waiting, true)
+    assert.ok(Date.now() - t0 < 5000)
+    assert.equal(await check.get('cluster:sem:a'), '0')
+
+    const pes = r.getPermitExpirableSemaphore('cluster:pes:b')
+    assert.equal(await pes.trySetPermits(1), true)
+    const id = await pes.acquire(300)
+    assert.match(id, /^[0-9a-f]{32}$/)
+    assert.equal(await check.zcard('{cluster:pes:b}:timeout'), 1)
+    // The permit's lease ends: it comes back to a waiter by itself.
+    const next = await pes.tryAcquire(5000, 1000)
+    assert.match(next, /^[0-9a-f]{32}$/)
+    await pes.release(next)
+    assert.equal(await pes.tryRelease(id), false)
+
+    const latch = r.getCountDownLatch('cluster:latch:c')
+    assert.equal(await latch.trySetCount(2), true)
+    const done = latch.await(8000)
+    await latch.countDown()
+    await latch.countDown()
+    assert.equal(await done, true)
+    assert.equal(await latch.getCount(), 0)
+  } finally {
+    await r.quit()
+  }
+})
+
 test('wakeOnRelease on the cluster: sharded pub/sub on the key\'s node wakes a waiter at once', async () => {
   const key = 'cluster:wake:{w1}'
   const channel = `${key}:redislock-rs:released`
