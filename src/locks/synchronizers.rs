@@ -765,6 +765,25 @@ impl<C: ConnectionLike> Attempt for ReadCount<'_, C> {
     }
 }
 
+/// A permit id: 32 hexadecimal digits (Redisson's `generateId()`), as 16 bytes.
+pub fn permit_id(hex: &str) -> Result<Vec<u8>> {
+    let bad = || {
+        Error::InvalidArgument(format!(
+            "Invalid permitId {hex:?}: expected 32 hexadecimal digits"
+        ))
+    };
+    if hex.len() != 32 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    (0..16)
+        .map(|i| {
+            hex.get(2 * i..2 * i + 2)
+                .and_then(|b| u8::from_str_radix(b, 16).ok())
+                .ok_or_else(bad)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -814,5 +833,20 @@ mod tests {
     #[test]
     fn the_wall_clock_is_past_2020() {
         assert!(wall_ms() > 1_577_836_800_000);
+    }
+
+    #[test]
+    fn permit_ids_are_32_hex_digits() {
+        let id = permit_id("00ff10aB00ff10ab00ff10ab00ff10ab").unwrap();
+        assert_eq!(id.len(), 16);
+        assert_eq!(id[1], 0xff);
+        for bad in [
+            "",
+            "abc",
+            "zz00000000000000000000000000000000",
+            "é0000000000000000000000000000000",
+        ] {
+            assert!(permit_id(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -39,25 +39,6 @@ pub(crate) struct Request {
     wait: Wait,
 }
 
-/// A permit id: 32 hexadecimal digits (Redisson's `generateId()`), as 16 bytes.
-fn permit_id(hex: &str) -> Result<Vec<u8>> {
-    let bad = || {
-        Error::InvalidArgument(format!(
-            "Invalid permitId {hex:?}: expected 32 hexadecimal digits"
-        ))
-    };
-    if hex.len() != 32 || !hex.is_ascii() {
-        return Err(bad());
-    }
-    (0..16)
-        .map(|i| {
-            hex.get(2 * i..2 * i + 2)
-                .and_then(|b| u8::from_str_radix(b, 16).ok())
-                .ok_or_else(bad)
-        })
-        .collect()
-}
-
 /// A count from JavaScript: an integer within Java's `int` (`long` for a
 /// latch), not below `min`.
 fn count(x: f64, min: i64, max: i64, what: &str) -> Result<i64> {
@@ -102,7 +83,7 @@ impl Request {
             SyncOp::PesAcquire | SyncOp::PesTryRelease | SyncOp::PesUpdateLease
         );
         let id = match permit_op {
-            true => permit_id(arg)?,
+            true => sync::permit_id(arg)?,
             false => Vec::new(),
         };
         if op.is_permit_semaphore() && timeout.is_empty() {
@@ -277,24 +258,4 @@ async fn run<C: ConnectionLike>(
             Reply::from(sync::await_zero(conn, timer, w.as_ref(), names, req.wait).await?)
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn permit_ids_are_32_hex_digits() {
-        let id = permit_id("00ff10aB00ff10ab00ff10ab00ff10ab").unwrap();
-        assert_eq!(id.len(), 16);
-        assert_eq!(id[1], 0xff);
-        for bad in [
-            "",
-            "abc",
-            "zz00000000000000000000000000000000",
-            "é0000000000000000000000000000000",
-        ] {
-            assert!(permit_id(bad).is_err(), "{bad}");
-        }
-    }
 }
