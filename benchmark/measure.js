@@ -167,6 +167,7 @@ async function runGroups (groups, durationMs, stats) {
     jsCpuUs: (js1 - js0) / 1e3 / total,
     procCpuUs: (cpu.user + cpu.system) / total,
     callsPerCycle: stats ? calls / total : NaN,
+    commands: Object.fromEntries(Object.entries(delta).map(([k, v]) => [k, v / total])),
     groups: {}
   }
   for (const n of names) {
@@ -188,6 +189,9 @@ async function runGroups (groups, durationMs, stats) {
 function summarizeGroups (runs) {
   const med = (xs) => { const f = xs.filter((x) => Number.isFinite(x)); return f.length ? median(f) : NaN }
   const out = { runs: runs.length, procCpuUs: med(runs.map((r) => r.procCpuUs)), jsCpuUs: med(runs.map((r) => r.jsCpuUs)), callsPerCycle: med(runs.map((r) => r.callsPerCycle)), tailMsMax: Math.max(...runs.map((r) => r.tailMs)), groups: {} }
+  const cmds = {}
+  for (const r of runs) for (const [k, v] of Object.entries(r.commands || {})) (cmds[k] = cmds[k] || []).push(v)
+  out.commands = Object.fromEntries(Object.entries(cmds).map(([k, v]) => [k, median(v)]))
   const names = runs.length ? Object.keys(runs[0].groups) : []
   for (const n of names) {
     const gs = runs.map((r) => r.groups[n])

@@ -575,14 +575,14 @@ const cpuCells = (s) => `${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)}`
 function syncRwTable (sc) {
   const lines = [
     '| contender | readers: cycles/s median (min–max) | readers p50 / p99 ms | writer: cycles/s median (min–max) | writer p50 / p99 / max ms | writer\'s longest open cycle at a deadline ms | process CPU µs/cycle | JS-thread CPU µs/cycle | Redis cmds/cycle (cmdstat, incl. inside Lua) |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|'
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|'
   ]
   for (const [id, s] of Object.entries(sc)) {
     const r = s.groups.readers
     const w = s.groups.writer
     lines.push(`| ${nameOf(id)} | ${fmtInt(r.cyclesPerSec)} (${fmtInt(r.min)}–${fmtInt(r.max)}) | ${fmt(r.p50, 3)} / ${fmt(r.p99, 3)} | ` +
       `${fmtInt(w.cyclesPerSec)} (${fmtInt(w.min)}–${fmtInt(w.max)}) | ${fmt(w.p50, 3)} / ${fmt(w.p99, 3)} / ${fmt(w.maxMs, 1)} | ${fmt(w.openMaxMs, 1)} | ` +
-      `${cpuCells(s)} | ${fmt(s.callsPerCycle)} |`)
+      `${cpuCells(s)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
   }
   return lines.join('\n')
 }
