@@ -21,7 +21,15 @@
  *   its own lock object, acquire (waiting forever; redislock-face
  *   contenders retry every `delay` ms with their own mechanism) + release
  *   with a ~0 ms hold; the time from a release() call to the next
- *   acquisition (measure.js runHandoffs; spec also has minHandoffs, capMs).
+ *   acquisition (measure.js runHandoffs; spec also has minHandoffs, capMs,
+ *   and `order`: also count the grants that went to the longest-waiting
+ *   waiter, for the fair lock);
+ * - 'rw' (the redisson-sync section): `workers` readers and one writer on
+ *   ONE name (contender.rw(key, {readers, csMs})), run together
+ *   (measure.js runGroups): cycles/s per group;
+ * - 'shared' (the redisson-sync section): `workers` workers on ONE
+ *   semaphore of `limit` permits (contender.shared(key, {workers, limit})),
+ *   acquire + release in a loop.
  *
  * The contender opens one Redis connection shared by all its workers; the
  * harness's own INFO / MONITOR connections are plain sockets (redis-raw.js).
@@ -31,7 +39,7 @@
  */
 
 const { byId } = require('./contenders')
-const { runWorkers, runHandoffs, threadNames } = require('./measure')
+const { runWorkers, runGroups, runHandoffs, threadNames } = require('./measure')
 const raw = require('./redis-raw')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -95,9 +103,12 @@ async function main () {
   if (!contender) throw new Error(`unknown contender ${spec.id}`)
   const inst = await contender.open({ host: spec.host, port: spec.port, servers: spec.servers })
   if (spec.mode === 'handoff') return handoff(contender, inst, spec)
-  const workers = Array.from({ length: spec.workers }, (_, i) => spec.mode === 'contended'
-    ? inst.contended(spec.key, { delay: spec.delay, csMs: spec.csMs })
-    : inst.worker(`${spec.key}:${i}`))
+  if (spec.mode === 'rw') return rw(contender, inst, spec)
+  const workers = spec.mode === 'shared'
+    ? await inst.shared(spec.key, { workers: spec.workers, limit: spec.limit })
+    : Array.from({ length: spec.workers }, (_, i) => spec.mode === 'contended'
+      ? inst.contended(spec.key, { delay: spec.delay, csMs: spec.csMs })
+      : inst.worker(`${spec.key}:${i}`))
   await runWorkers(workers, spec.warmupMs, null)
   let result
   if (spec.mode === 'audit') {
@@ -116,6 +127,25 @@ async function main () {
   result.engine = engineOf(contender)
   result.ourThreads = names && names.filter((n) => n.startsWith('redislock-rs'))
   result.threads = names && names.length
+  await inst.close()
+  process.stdout.write(JSON.stringify(result) + '\n', () => process.exit(0))
+}
+
+/** 'rw' mode: `spec.workers` readers and one writer on one name, warm-up, then measured together. */
+async function rw (contender, inst, spec) {
+  const { readers, writer } = inst.rw(spec.key, { readers: spec.workers, csMs: spec.csMs })
+  const groups = { readers, writer: [writer] }
+  await runGroups(groups, spec.warmupMs, null)
+  const stats = await statsReader(spec)
+  let result
+  try {
+    result = await runGroups(groups, spec.durationMs, stats)
+  } finally {
+    stats.close()
+  }
+  result.id = spec.id
+  result.pid = process.pid
+  result.engine = engineOf(contender)
   await inst.close()
   process.stdout.write(JSON.stringify(result) + '\n', () => process.exit(0))
 }

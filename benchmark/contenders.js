@@ -268,6 +268,156 @@ function redissonFace (id, label, pkg, env) {
 }
 
 /**
+ * Java Redisson's synchronizers on the Redisson face (the redisson-sync
+ * section, issue 23): one `new Redisson(...)` per process, shared by all
+ * workers, as redissonFace. `kind` says which object a worker uses:
+ * - 'lock' (getLock), 'read' (getReadWriteLock(name).readLock()), 'write'
+ *   (….writeLock()), 'fair' (getFairLock): worker(key) loops
+ *   `tryLock(0, 10000)` + `unlock()` on its own name (uncontended, as the
+ *   redisson section); waiter(key): one lock object (its own random
+ *   clientId) that waits forever, `tryLock(false, 10000)`, for the handoff
+ *   mode; 'lock' and 'rw' (below) give rw(key, {readers, csMs}).
+ * - 'rw' (getReadWriteLock) and 'lock' (getLock, the exclusive baseline):
+ *   rw(key, {readers, csMs}) → { readers, writer }: `readers` workers each
+ *   looping `readLock().lock(10000)` + `unlock()` (the baseline: getLock),
+ *   one writer looping `writeLock().lock(10000)`, a `csMs` critical
+ *   section, `unlock()`; each worker its own object (its own clientId), all
+ *   on ONE name (child.js, mode 'rw').
+ * - 'semaphore' (getSemaphore) and 'pes' (getPermitExpirableSemaphore):
+ *   shared(key, {workers, limit}) → `workers` workers on ONE semaphore
+ *   whose permits were set to `limit` (trySetPermits, before the clock),
+ *   each looping `acquire()` + `release()` (pes: `acquire(10000)` → id,
+ *   `release(id)`) (child.js, mode 'shared').
+ * node-redisson (kind 'lock' only) is redissonFace's contender.
+ */
+function redissonSync (id, label, kind) {
+  return {
+    id,
+    label,
+    js: false,
+    kind,
+    engine: 'js',
+    env: { REDISLOCK_RS_ENGINE: 'js' },
+    async open ({ host, port }) {
+      const { Redisson } = require('../redisson')
+      const redisson = new Redisson({ redis: { options: { host, port } } })
+      const lockOf = (key) => kind === 'read' ? redisson.getReadWriteLock(key).readLock()
+        : kind === 'write' || kind === 'rw' ? redisson.getReadWriteLock(key).writeLock()
+          : kind === 'fair' ? redisson.getFairLock(key)
+            : redisson.getLock(key)
+      // Connect once outside the measurements.
+      const probe = lockOf(`bench:redisson-sync:probe:${id}:${process.pid}`)
+      if (!await probe.tryLock(0, TTL)) throw new Error(`${id}: probe lock held`)
+      await probe.unlock()
+      const looping = (lock, csMs) => ({
+        async cycle () {
+          await lock.lock(TTL)
+          if (csMs) await sleep(csMs)
+          await lock.unlock()
+        }
+      })
+      return {
+        worker (key) {
+          const lock = lockOf(key)
+          return {
+            async cycle () {
+              if (!await lock.tryLock(0, TTL)) throw new Error(`${id}: lock ${key} held`)
+              await lock.unlock()
+            }
+          }
+        },
+        waiter (key) {
+          const lock = lockOf(key)
+          return { acquire: () => lock.tryLock(false, TTL), release: () => lock.unlock() }
+        },
+        rw (key, { readers, csMs }) {
+          const reader = () => kind === 'rw' ? redisson.getReadWriteLock(key).readLock() : redisson.getLock(key)
+          return {
+            readers: Array.from({ length: readers }, () => looping(reader())),
+            writer: looping(lockOf(key), csMs)
+          }
+        },
+        async shared (key, { workers, limit }) {
+          const sem = kind === 'pes' ? redisson.getPermitExpirableSemaphore(key) : redisson.getSemaphore(key)
+          if (!await sem.trySetPermits(limit)) throw new Error(`${id}: ${key} had its permits set already`)
+          return Array.from({ length: workers }, () => kind === 'pes'
+            ? { cycle: () => sem.acquire(TTL).then((permit) => sem.release(permit)) }
+            : { cycle: () => sem.acquire().then(() => sem.release()) })
+        },
+        close: () => redisson.quit()
+      }
+    }
+  }
+}
+
+/**
+ * A redis-semaphore 5.8 `Semaphore` (`pkg`: 'redis-semaphore', or
+ * '../semaphore', this package's face) shared by many workers (the
+ * redisson-sync section, as the Redisson RSemaphore's peer): one ioredis
+ * client, shared(key, {workers, limit}) → `workers` workers on ONE key,
+ * each cycle a new `Semaphore(client, key, limit, { refreshInterval: 0,
+ * retryInterval: 10 })` (acquireTimeout at its default, 10 s), `acquire()`
+ * + `release()` (child.js, mode 'shared').
+ */
+function semaphoreShared (id, label, pkg, engine) {
+  return {
+    id,
+    label,
+    js: pkg === 'redis-semaphore',
+    engine,
+    env: engine ? { REDISLOCK_RS_ENGINE: engine } : undefined,
+    async open (target) {
+      const client = await ioredisClient(target)
+      const { Semaphore } = require(pkg)
+      const make = (key, limit) => new Semaphore(client, key, limit, { refreshInterval: 0, retryInterval: 10 })
+      // Connect once outside the measurements (ours opens its own connection).
+      const probe = make(`bench:redisson-sync:probe:${id}:${process.pid}`, 1)
+      await probe.acquire()
+      await probe.release()
+      return {
+        async shared (key, { workers, limit }) {
+          return Array.from({ length: workers }, () => ({
+            async cycle () {
+              const sem = make(key, limit)
+              await sem.acquire()
+              await sem.release()
+            }
+          }))
+        },
+        close: () => closeIoredis(client)
+      }
+    }
+  }
+}
+
+/**
+ * The redisson-sync section's contenders, by part: read-write lock under
+ * load (RW: ours vs the same workers on getLock), uncontended locks per
+ * kind (SYNC_LOCKS, with node-redisson's getLock for reference), the fair
+ * lock's handoff (FAIR: fair vs getLock), semaphores shared by many workers
+ * (SHARED; 'redisson-rs-pes' at 16 workers only).
+ */
+const SYNC_RW = [
+  redissonSync('redisson-rs-rw', 'redislock-rs/redisson getReadWriteLock (16 readers + 1 writer), JS-thread engine', 'rw'),
+  redissonSync('redisson-rs-rw-exclusive', 'redislock-rs/redisson getLock, the same 17 workers (exclusive baseline), JS-thread engine', 'lock')
+]
+const SYNC_LOCKS = [
+  redissonSync('redisson-rs-read', 'redislock-rs/redisson read lock, JS-thread engine', 'read'),
+  redissonSync('redisson-rs-write', 'redislock-rs/redisson write lock, JS-thread engine', 'write'),
+  redissonSync('redisson-rs-lock', 'redislock-rs/redisson getLock, JS-thread engine', 'lock')
+]
+const SYNC_FAIR = [
+  redissonSync('redisson-rs-fair', 'redislock-rs/redisson getFairLock, JS-thread engine', 'fair'),
+  redissonSync('redisson-rs-lock-handoff', 'redislock-rs/redisson getLock (not fair), JS-thread engine', 'lock')
+]
+const SYNC_SHARED = [
+  redissonSync('redisson-rs-semaphore', 'redislock-rs/redisson getSemaphore, JS-thread engine', 'semaphore'),
+  semaphoreShared('redis-semaphore-shared', `redis-semaphore@${version('redis-semaphore')} Semaphore (ioredis@${version('ioredis')} client)`, 'redis-semaphore'),
+  semaphoreShared('redislock-rs-semaphore-shared', `redislock-rs/semaphore Semaphore, JS-thread engine (ioredis@${version('ioredis')} client)`, '../semaphore', 'js'),
+  redissonSync('redisson-rs-pes', 'redislock-rs/redisson getPermitExpirableSemaphore, lease 10 s, JS-thread engine', 'pes')
+]
+
+/**
  * Redlock on several independent servers (the quorum section, not among
  * issue 9's contenders): open({ servers }) gets every server's
  * { host, port }, and workers hold one lock on a majority of them.
@@ -555,4 +705,22 @@ const SEMAPHORE_FACE = ['mutex', 'semaphore'].flatMap((kind) => {
 /** The wake-on-release section's contenders, in this order (see RS_WAKE). */
 const WAKE = [RS_WAKE, RS_PLAIN, redislock, redlock, semaphore]
 
-module.exports = { ALL, REDISSON, WAKE, QUORUM, CLUSTER, REDLOCK_FACE, SEMAPHORE_FACE, SEMAPHORE_LIMIT, byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM, ...CLUSTER, ...REDLOCK_FACE, ...SEMAPHORE_FACE].map((c) => [c.id, c])), DEL_IF_EQUAL, TTL }
+const SYNC = [...SYNC_RW, ...SYNC_LOCKS, ...SYNC_FAIR, ...SYNC_SHARED]
+
+module.exports = {
+  ALL,
+  REDISSON,
+  WAKE,
+  QUORUM,
+  CLUSTER,
+  REDLOCK_FACE,
+  SEMAPHORE_FACE,
+  SEMAPHORE_LIMIT,
+  SYNC_RW,
+  SYNC_LOCKS,
+  SYNC_FAIR,
+  SYNC_SHARED,
+  byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM, ...CLUSTER, ...REDLOCK_FACE, ...SEMAPHORE_FACE, ...SYNC].map((c) => [c.id, c])),
+  DEL_IF_EQUAL,
+  TTL
+}

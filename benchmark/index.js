@@ -54,6 +54,28 @@
  * contention on the Mutex (16 workers on one key, acquireTimeout 600 s,
  * retryInterval 10 ms, 1 ms critical section; informational).
  *
+ * Redisson's synchronizers (section redisson-sync, issue 23; no targets,
+ * informational): on the main redis-server, the Redisson face's objects
+ * beyond node-redisson, each contender in a child of its own (one
+ * `new Redisson(...)` shared by its workers), interleaved rounds:
+ * - read-write lock: 16 readers (`readLock().lock(10000)` + `unlock()`)
+ *   and 1 writer (`writeLock().lock(10000)`, 1 ms, `unlock()`) on ONE name
+ *   in one child (child.js, mode 'rw'): reader and writer cycles/s, next to
+ *   the same 17 workers on `getLock` (exclusive) in the same run; and
+ *   uncontended read lock, write lock and getLock (ours) and node-redisson
+ *   1.0.4's getLock, `tryLock(0, 10000)` + `unlock()`, at 1 and 16
+ *   workers, each on its own name;
+ * - fair lock: 16 waiters on one getFairLock (child.js, mode 'handoff',
+ *   `order`): handoff p50 / p99 and the share of grants that went to the
+ *   longest-waiting waiter (must be 100 %), next to getLock's handoff;
+ * - semaphores: getSemaphore with permits = workers / 2, acquire +
+ *   release, at 16 and 128 workers on ONE semaphore (child.js, mode
+ *   'shared'), next to redis-semaphore 5.8's `Semaphore(client, key,
+ *   limit, { refreshInterval: 0, retryInterval: 10 })` (a new one per
+ *   cycle) and this package's redislock-rs/semaphore `Semaphore` (the same
+ *   code), and getPermitExpirableSemaphore `acquire(10000)` → id +
+ *   `release(id)` at 16 workers.
+ *
  * Redis Cluster (section cluster; not among issue 9's targets): a cluster of
  * 3 primaries, no replicas (__test__/helpers/cluster.js: free ports, the
  * same flags), started for the section and stopped after it; uncontended at
@@ -64,8 +86,8 @@
  * Env: BENCH_QUICK=1, BENCH_ROUNDS=n, BENCH_DURATION_MS=n,
  *      BENCH_SECTIONS=name,name: run only these sections, in the usual order
  *        (default: all). Names: uncontended, contention, audit, redisson,
- *        wake, quorum, redlock-face, semaphore-face, cluster, memory,
- *        remote; e.g. BENCH_SECTIONS=wake or
+ *        wake, quorum, redlock-face, semaphore-face, redisson-sync,
+ *        cluster, memory, remote; e.g. BENCH_SECTIONS=wake or
  *        BENCH_SECTIONS=redisson,wake or BENCH_SECTIONS=cluster. A partial run writes
  *        benchmark/RESULTS.partial.md and RESULTS.partial.json and leaves
  *        RESULTS.md / RESULTS.json alone (with BENCH_QUICK=1:
@@ -79,6 +101,7 @@
  *      BENCH_NO_REDISSON=1 (skip the Redisson face), BENCH_HANDOFF_MS=n
  *        (recorded time per Redisson handoff round), BENCH_WAKE_MS=n
  *        (recorded time per wake-on-release round),
+ *      BENCH_SYNC_HANDOFF_MS=n (recorded time per fair-lock handoff round),
  *      BENCH_NO_MEMORY=1, BENCH_NO_REMOTE=1, BENCH_REMOTE_DELAY_MS=0.2 (0: no netem)
  */
 
@@ -89,7 +112,7 @@ const { spawn } = require('child_process')
 const { startRedis } = require('../__test__/helpers/redis')
 const { startCluster } = require('../__test__/helpers/cluster')
 const contenders = require('./contenders')
-const { summarize, summarizeHandoffs, percentile } = require('./measure')
+const { summarize, summarizeGroups, summarizeHandoffs, percentile } = require('./measure')
 const raw = require('./redis-raw')
 const cLimit = require('./c-limit')
 const netns = require('./netns')
@@ -97,7 +120,7 @@ const report = require('./report')
 
 const QUICK = process.env.BENCH_QUICK === '1'
 /** The sections, in the order they run (BENCH_SECTIONS picks some). */
-const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'redlock-face', 'semaphore-face', 'cluster', 'memory', 'remote']
+const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'redlock-face', 'semaphore-face', 'redisson-sync', 'cluster', 'memory', 'remote']
 const PICKED = process.env.BENCH_SECTIONS ? process.env.BENCH_SECTIONS.split(',').map((x) => x.trim()).filter(Boolean) : null
 if (PICKED) {
   const unknown = PICKED.filter((x) => !SECTIONS.includes(x))
@@ -143,6 +166,12 @@ const CFG = {
   semaphoreFaceWorkers: [1, 16, 128],
   semaphoreFaceLimit: contenders.SEMAPHORE_LIMIT,
   semaphoreFaceContentionDelays: [10], // retryInterval, ms (redis-semaphore's default)
+  syncRwReaders: 16,
+  syncLockWorkers: [1, 16],
+  syncHandoffWorkers: 16,
+  syncHandoffDuration: Number(process.env.BENCH_SYNC_HANDOFF_MS) || (QUICK ? 1000 : 5000),
+  syncSemaphoreWorkers: [16, 128],
+  syncPesWorkers: [16],
   clusterPrimaries: 3,
   clusterWorkers: [1, 16, 128]
 }
@@ -154,6 +183,12 @@ const WAKE_LIST = RUN('wake') ? contenders.WAKE.filter((c) => !ONLY || ONLY.incl
 const QUORUM_LIST = RUN('quorum') ? contenders.QUORUM.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_QUORUM) : []
 const REDLOCK_FACE_LIST = RUN('redlock-face') ? contenders.REDLOCK_FACE.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_REDLOCK) : []
 const SEMAPHORE_FACE_LIST = RUN('semaphore-face') ? contenders.SEMAPHORE_FACE.filter((c) => !ONLY || ONLY.includes(c.id) || report.SEMAPHORE_FACE_RS.includes(c.id)) : []
+const SYNC_ON = RUN('redisson-sync')
+const syncPick = (list) => SYNC_ON ? list.filter((c) => !ONLY || ONLY.includes(c.id) || report.SYNC_RS.includes(c.id)) : []
+const SYNC_RW_LIST = syncPick(contenders.SYNC_RW)
+const SYNC_LOCK_LIST = syncPick([...contenders.SYNC_LOCKS, contenders.byId[report.NODE_REDISSON]])
+const SYNC_FAIR_LIST = syncPick(contenders.SYNC_FAIR)
+const SYNC_SHARED_LIST = syncPick(contenders.SYNC_SHARED)
 const CLUSTER_LIST = RUN('cluster') ? contenders.CLUSTER.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_CLUSTER) : []
 
 const log = (...a) => console.error('[bench]', ...a)
@@ -448,6 +483,67 @@ async function semaphoreFace (target) {
   return { server: `${target.host}:${target.port}`, uncontended: unc, contention: cont }
 }
 
+/** One part of the redisson-sync section: every contender of `list` ROUNDS times, interleaved and rotated; `spec(x, round)` gives the child's spec, `show(r)` the log line. */
+async function syncRounds (list, what, spec, show) {
+  const runs = Object.fromEntries(list.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(list, round)) {
+      const r = await measureChild(x, spec(x, round))
+      runs[x.id].push(r)
+      log(`redisson-sync, ${what}, round ${round + 1}, ${x.id}: ${show(r)}`)
+    }
+  }
+  return runs
+}
+
+/**
+ * Redisson's synchronizers (issue 23; informational, no targets), on the
+ * main redis-server: the read-write lock under 16 readers + 1 writer (and
+ * getLock as the exclusive baseline); uncontended read / write / getLock
+ * (and node-redisson's); the fair lock's handoff and order (and getLock's);
+ * semaphores shared by many workers.
+ */
+async function redissonSync (target) {
+  const at = { host: target.host, port: target.port }
+  const out = { server: `${target.host}:${target.port}`, rw: null, uncontended: {}, fair: null, shared: {} }
+  if (SYNC_RW_LIST.length) {
+    const runs = await syncRounds(SYNC_RW_LIST, `${CFG.syncRwReaders} readers + 1 writer`, (x, round) => ({
+      ...at, mode: 'rw', workers: CFG.syncRwReaders, csMs: CFG.csMs, warmupMs: CFG.warmup, durationMs: CFG.duration, key: `bench:redisson-sync:rw:${x.id}:${round}`
+    }), (r) => `readers ${Math.round(r.groups.readers.cyclesPerSec)}/s, writer ${Math.round(r.groups.writer.cyclesPerSec)}/s ` +
+      `(writer p99 ${r.groups.writer.p99.toFixed(1)} ms, longest open at the deadline ${r.groups.writer.openMaxMs.toFixed(1)} ms)`)
+    out.rw = Object.fromEntries(SYNC_RW_LIST.map((x) => [x.id, summarizeGroups(runs[x.id])]))
+  }
+  if (SYNC_LOCK_LIST.length) {
+    for (const c of CFG.syncLockWorkers) {
+      const runs = await syncRounds(SYNC_LOCK_LIST, `uncontended, ${c} worker(s)`, (x, round) => ({
+        ...at, mode: 'uncontended', workers: c, warmupMs: CFG.warmup, durationMs: CFG.duration, key: `bench:redisson-sync:unc:${x.id}:${c}:${round}`
+      }), (r) => `${Math.round(r.cyclesPerSec)} cycles/s`)
+      out.uncontended[c] = Object.fromEntries(SYNC_LOCK_LIST.map((x) => [x.id, summarize(runs[x.id])]))
+    }
+  }
+  if (SYNC_FAIR_LIST.length) {
+    const runs = await syncRounds(SYNC_FAIR_LIST, `handoff, ${CFG.syncHandoffWorkers} waiters`, (x, round) => ({
+      ...at, mode: 'handoff', order: true, workers: CFG.syncHandoffWorkers, warmupMs: CFG.warmup,
+      durationMs: CFG.syncHandoffDuration, minHandoffs: CFG.handoffMin, capMs: CFG.syncHandoffDuration + CFG.handoffCapExtraMs,
+      key: `bench:redisson-sync:handoff:${x.id}:${round}`
+    }), (r) => `${r.handoffs} handoffs in ${r.seconds.toFixed(1)} s, p50 ${percentile(r.gaps, 0.5).toFixed(3)} ms, p99 ${percentile(r.gaps, 0.99).toFixed(3)} ms, ` +
+      `max ${Math.max(r.gaps[r.gaps.length - 1] || 0, r.openGapMs || 0).toFixed(1)} ms, to the longest waiter ${r.inOrder}/${r.ordered}${r.capped ? ', CAPPED' : ''}` +
+      `${r.overlaps ? `, ${r.overlaps} OVERLAPPING HOLD(S): the lock was not exclusive` : ''}`)
+    out.fair = Object.fromEntries(SYNC_FAIR_LIST.map((x) => [x.id, summarizeHandoffs(runs[x.id], CFG.stallMs)]))
+  }
+  if (SYNC_SHARED_LIST.length) {
+    for (const c of CFG.syncSemaphoreWorkers) {
+      const list = SYNC_SHARED_LIST.filter((x) => x.kind !== 'pes' || CFG.syncPesWorkers.includes(c))
+      const limit = Math.max(1, Math.floor(c / 2))
+      const runs = await syncRounds(list, `semaphore, ${c} workers, ${limit} permits`, (x, round) => ({
+        ...at, mode: 'shared', workers: c, limit, warmupMs: CFG.warmup, durationMs: CFG.duration, key: `bench:redisson-sync:sem:${x.id}:${c}:${round}`
+      }), (r) => `${Math.round(r.cyclesPerSec)} cycles/s, p99 ${r.p99.toFixed(2)} ms`)
+      out.shared[c] = { limit, results: Object.fromEntries(list.map((x) => [x.id, summarize(runs[x.id])])) }
+    }
+  }
+  return out
+}
+
 /** A cluster whose primaries are `servers` ({host, port} each): `c` workers on distinct keys, every cluster contender ROUNDS times, interleaved. */
 async function clusterUncontended (c, servers) {
   const runs = Object.fromEntries(CLUSTER_LIST.map((x) => [x.id, []]))
@@ -563,6 +659,7 @@ async function main () {
     `Redlock on ${CFG.quorumServers} servers: ${QUORUM_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
     `node-redlock face: ${REDLOCK_FACE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
     `redis-semaphore face: ${SEMAPHORE_FACE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
+    `Redisson's synchronizers: ${SYNC_ON ? [...new Set([...SYNC_RW_LIST, ...SYNC_LOCK_LIST, ...SYNC_FAIR_LIST, ...SYNC_SHARED_LIST].map((c) => c.id))].join(', ') : 'skipped'}; ` +
     `Redis Cluster: ${CLUSTER_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
   try {
     const needSha = RUN('uncontended') || RUN('remote')
@@ -584,6 +681,7 @@ async function main () {
     R.quorum = QUORUM_LIST.length ? await quorum() : null
     R.redlockFace = REDLOCK_FACE_LIST.length ? await redlockFace(target) : null
     R.semaphoreFace = SEMAPHORE_FACE_LIST.length ? await semaphoreFace(target) : null
+    R.redissonSync = SYNC_ON ? await redissonSync(target) : null
     R.cluster = CLUSTER_LIST.length ? await cluster() : null
     if (RUN('memory') && process.env.BENCH_NO_MEMORY !== '1') R.local.memory = await memory(target)
     R.remote = RUN('remote') ? await remote(sha) : { available: false, reason: 'not run (BENCH_SECTIONS)', skipped: true }
@@ -634,6 +732,10 @@ async function main () {
       console.log(`redis-semaphore face, redislock-rs/semaphore vs redis-semaphore@${report.pkgVersion('redis-semaphore')} (targets judged on the JS-thread engine; tokio informational):`)
       for (const t of schecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
       for (const t of report.semaphoreFaceContention(R.semaphoreFace)) console.log(`      ${t}`)
+    }
+    if (R.redissonSync) {
+      console.log('Redisson\'s synchronizers, issue 23 (informational, no target; same-run ratios):')
+      for (const t of report.redissonSyncLines(R.redissonSync)) console.log(`      ${t}`)
     }
     if (R.cluster) {
       console.log(`Redis Cluster, ${CFG.clusterPrimaries} primaries (informational, no target):`)

@@ -108,6 +108,110 @@ async function runWorkers (workers, durationMs, stats) {
   }
 }
 
+/**
+ * Runs named groups of workers (`groups`: {name: [worker, ...]}) together
+ * for `durationMs`, each worker looping cycle(). Per group: the cycles
+ * completed within `durationMs` (a cycle still running then is not counted,
+ * so a worker that never got in counts 0, not the one cycle it finishes
+ * once the others stop), cycles/s over `durationMs`, latency p50 / p99 /
+ * max of those cycles, and the longest a cycle had been running at the
+ * deadline (`openMaxMs`: a starving worker shows here). Process and
+ * JS-thread CPU are over the whole interval, per cycle of every group. The
+ * measurement ends when every worker has finished its last cycle (`tailMs`:
+ * how long after the deadline).
+ */
+async function runGroups (groups, durationMs, stats) {
+  const before = stats ? await stats() : null
+  const names = Object.keys(groups)
+  const per = Object.fromEntries(names.map((n) => [n, { lat: new Samples(), cycles: 0, running: new Set() }]))
+  let stop = false
+  const cpu0 = process.cpuUsage()
+  const js0 = jsThreadCpuNs()
+  const t0 = hr()
+  let tStop = null
+  const openAtStop = {}
+  const timer = setTimeout(() => {
+    stop = true
+    tStop = hr()
+    for (const n of names) openAtStop[n] = Math.max(0, ...[...per[n].running].map((m) => Number(tStop - m.s) / 1e6))
+  }, durationMs)
+  async function loop (g, w) {
+    while (!stop) {
+      const s = hr()
+      const mark = { s } // not `s` itself: two cycles may start in the same ns
+      g.running.add(mark)
+      await w.cycle()
+      g.running.delete(mark)
+      if (stop) return
+      g.lat.push(Number(hr() - s) / 1e6)
+      g.cycles++
+    }
+  }
+  try {
+    await Promise.all(names.flatMap((n) => groups[n].map((w) => loop(per[n], w))))
+  } finally {
+    clearTimeout(timer)
+    stop = true
+  }
+  const tEnd = hr()
+  const js1 = jsThreadCpuNs()
+  const cpu = process.cpuUsage(cpu0)
+  const delta = stats ? statsDelta(before, await stats()) : {}
+  const seconds = tStop ? Number(tStop - t0) / 1e9 : Number(tEnd - t0) / 1e9
+  const total = names.reduce((a, n) => a + per[n].cycles, 0)
+  const calls = Object.values(delta).reduce((a, b) => a + b, 0)
+  const out = {
+    seconds,
+    tailMs: tStop ? Number(tEnd - tStop) / 1e6 : 0,
+    cycles: total,
+    jsCpuUs: (js1 - js0) / 1e3 / total,
+    procCpuUs: (cpu.user + cpu.system) / total,
+    callsPerCycle: stats ? calls / total : NaN,
+    commands: Object.fromEntries(Object.entries(delta).map(([k, v]) => [k, v / total])),
+    groups: {}
+  }
+  for (const n of names) {
+    const sorted = per[n].lat.sorted()
+    out.groups[n] = {
+      workers: groups[n].length,
+      cycles: per[n].cycles,
+      cyclesPerSec: per[n].cycles / seconds,
+      p50: percentile(sorted, 0.5),
+      p99: percentile(sorted, 0.99),
+      maxMs: sorted.length ? sorted[sorted.length - 1] : NaN,
+      openMaxMs: openAtStop[n] || 0
+    }
+  }
+  return out
+}
+
+/** Combines runGroups runs: per group the medians of cycles/s, p50, p99 (min–max of cycles/s), the largest max and open wait; medians of the rest. */
+function summarizeGroups (runs) {
+  const med = (xs) => { const f = xs.filter((x) => Number.isFinite(x)); return f.length ? median(f) : NaN }
+  const out = { runs: runs.length, procCpuUs: med(runs.map((r) => r.procCpuUs)), jsCpuUs: med(runs.map((r) => r.jsCpuUs)), callsPerCycle: med(runs.map((r) => r.callsPerCycle)), tailMsMax: Math.max(...runs.map((r) => r.tailMs)), groups: {} }
+  const cmds = {}
+  for (const r of runs) for (const [k, v] of Object.entries(r.commands || {})) (cmds[k] = cmds[k] || []).push(v)
+  out.commands = Object.fromEntries(Object.entries(cmds).map(([k, v]) => [k, median(v)]))
+  const names = runs.length ? Object.keys(runs[0].groups) : []
+  for (const n of names) {
+    const gs = runs.map((r) => r.groups[n])
+    const cps = gs.map((g) => g.cyclesPerSec)
+    out.groups[n] = {
+      workers: gs[0].workers,
+      cyclesPerSec: med(cps),
+      min: Math.min(...cps),
+      max: Math.max(...cps),
+      cycles: gs.reduce((a, g) => a + g.cycles, 0),
+      p50: med(gs.map((g) => g.p50)),
+      p99: med(gs.map((g) => g.p99)),
+      maxMs: Math.max(...gs.map((g) => g.maxMs).filter((x) => Number.isFinite(x)), 0),
+      openMaxMs: Math.max(...gs.map((g) => g.openMaxMs))
+    }
+  }
+  for (const f of ['engine']) if (runs[0] && runs[0][f] !== undefined) out[f] = runs[0][f]
+  return out
+}
+
 function median (xs) {
   const s = [...xs].sort((a, b) => a - b)
   const m = s.length >> 1
@@ -153,7 +257,7 @@ const forJson = (sorted) => Array.from(sorted, (x) => Math.round(x * 1e4) / 1e4)
  * resolved while another worker of this process still held the lock (its
  * release() not yet called); anything but 0 means the lock is not exclusive.
  */
-async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs, stayOut = true, holdMs = 1 }) {
+async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs, stayOut = true, holdMs = 1, order = false }) {
   const gaps = new Samples()
   const otherGaps = new Samples() // to another worker than the previous holder
   const waits = new Samples()
@@ -168,6 +272,12 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs,
   let same = 0
   let counter = 0
   let closed = false // finished by an acquisition: no handoff in progress
+  // order: when each worker's pending acquire() started (hrtime), to check
+  // first come, first served: a grant is "in order" when it went to the
+  // worker whose acquire() started first among those waiting.
+  const since = order ? new Map() : null
+  let inOrder = 0
+  let ordered = 0
   let resolveDone
   const done = new Promise((resolve) => { resolveDone = resolve })
   // "The holder unlocks and stays out": after its release a worker waits
@@ -182,9 +292,20 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs,
     const w = waiters[i]
     while (!finished) {
       const s = hr()
+      if (since) since.set(i, s)
       const ok = await w.acquire()
       const t = hr()
       if (finished) return
+      if (since) {
+        since.delete(i)
+        if (recording) {
+          // Waiting longer than this one (its acquire started earlier) and still waiting?
+          let first = true
+          for (const other of since.values()) if (other < s) { first = false; break }
+          ordered++
+          if (first) inOrder++
+        }
+      }
       if (ok !== true) throw new Error(`waiter ${i}: acquire() resolved ${ok} while waiting forever`)
       if (holding !== -1) overlaps++
       holding = i
@@ -258,6 +379,7 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs,
     jsCpuUs: (js1 - js0) / 1e3 / n,
     acquisitions: counter,
     overlaps,
+    ...(order ? { ordered, inOrder } : {}),
     gaps: forJson(gaps.sorted()),
     otherGaps: forJson(otherGaps.sorted()),
     waits: forJson(waits.sorted())
@@ -297,9 +419,14 @@ function summarizeHandoffs (runs, stallMs) {
     waitMax: waits.length ? waits[waits.length - 1] : NaN,
     capped: runs.filter((r) => r.capped).length,
     overlaps: runs.reduce((a, r) => a + (r.overlaps || 0), 0),
+    // order: grants to the longest-waiting waiter / grants, over all rounds
+    ...(runs.some((r) => r.ordered !== undefined) ? {
+      ordered: runs.reduce((a, r) => a + (r.ordered || 0), 0),
+      inOrder: runs.reduce((a, r) => a + (r.inOrder || 0), 0)
+    } : {}),
     procCpuUs: median(runs.map((r) => r.procCpuUs)),
     jsCpuUs: median(runs.map((r) => r.jsCpuUs).filter((x) => Number.isFinite(x)))
   }
 }
 
-module.exports = { runWorkers, runHandoffs, summarize, summarizeHandoffs, median, percentile, statsDelta, jsThreadCpuNs, threadNames }
+module.exports = { runWorkers, runGroups, runHandoffs, summarize, summarizeGroups, summarizeHandoffs, median, percentile, statsDelta, jsThreadCpuNs, threadNames }

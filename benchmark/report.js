@@ -10,7 +10,9 @@
  * 3 servers; not among them either), the node-redlock face's (redislock-rs/redlock
  * vs redlock 4.2.0 on 1 and 3 servers: issue 20's targets), the redis-semaphore face's
  * (redislock-rs/semaphore vs redis-semaphore 5.8.0, Mutex and Semaphore, on
- * one server; judged on the JS-thread engine), and the cluster section's tables
+ * one server; judged on the JS-thread engine), the redisson-sync section's
+ * tables (Java Redisson's synchronizers on the Redisson face, issue 23;
+ * informational: same-run ratios, no PASS / MISS), and the cluster section's tables
  * (redislock-rs vs node-redlock and redislock on a Redis Cluster; ratios
  * only, no PASS / MISS).
  */
@@ -47,6 +49,17 @@ const semPeer = (kind) => `redis-semaphore-${kind}`
 const SEMAPHORE_FACE_RS = SEMAPHORE_FACE_KINDS.map(([kind]) => semOurs(kind))
 /** cycles/s of redislock-rs/semaphore ≥ factor × redis-semaphore 5.8.0's, per worker count, per kind; judged on the JS-thread engine (tokio informational). */
 const SEMAPHORE_FACE_TARGETS = { 1: 1, 16: 2, 128: 2 }
+/** The redisson-sync section's contenders of ours (always run, whatever BENCH_ONLY says) and the ids its report reads. */
+const SYNC_RS = ['redisson-rs-rw', 'redisson-rs-rw-exclusive', 'redisson-rs-read', 'redisson-rs-write', 'redisson-rs-lock', 'redisson-rs-fair', 'redisson-rs-lock-handoff', 'redisson-rs-semaphore', 'redisson-rs-pes']
+const SYNC_RW = 'redisson-rs-rw'
+const SYNC_RW_EXCLUSIVE = 'redisson-rs-rw-exclusive'
+const SYNC_LOCK = 'redisson-rs-lock'
+const SYNC_FAIR = 'redisson-rs-fair'
+const SYNC_LOCK_HANDOFF = 'redisson-rs-lock-handoff'
+const SYNC_SEMAPHORE = 'redisson-rs-semaphore'
+const SYNC_SEM_PEER = 'redis-semaphore-shared'
+const SYNC_SEM_FACE = 'redislock-rs-semaphore-shared'
+const SYNC_PES = 'redisson-rs-pes'
 /** The cluster section's peers, in the order their ratios are given. */
 const CLUSTER_PEERS = [['redlock-cluster', 'redlock'], ['redislock-cluster', 'redislock']]
 /** wakeOnRelease's targets: handoff p50 and p99 (ms) at most. */
@@ -68,7 +81,7 @@ function labelOf (id) {
   if (id === C_LIMIT) return 'C limit: redis-benchmark -c 1 -P <workers>'
   return contenders.byId[id] ? contenders.byId[id].label : id
 }
-const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM || id === RS_CLUSTER || id === RS_REDLOCK || SEMAPHORE_FACE_RS.includes(id) ? `**${labelOf(id)}**` : labelOf(id)
+const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM || id === RS_CLUSTER || id === RS_REDLOCK || SEMAPHORE_FACE_RS.includes(id) || SYNC_RS.includes(id) ? `**${labelOf(id)}**` : labelOf(id)
 
 /** [id, summary] of the JavaScript contender with the most cycles/s in `sc`, or []. */
 function bestJs (sc) {
@@ -531,11 +544,11 @@ function clusterReadmeRows (Rc) {
  * Handoff rows; `wait`: what the waiting call is called; `other`: add the
  * handoffs to another worker than the previous holder (wake section).
  */
-function handoffTable (sc, stallMs, { wait = 'tryLock', other = false } = {}) {
+function handoffTable (sc, stallMs, { wait = 'tryLock', other = false, order = false } = {}) {
   const lines = [
     `| contender | handoffs (rounds, s recorded) | handoffs/s median (min–max) | handoff p50 ms | p99 ms | max ms | stalls > ${stallMs} ms | late arrivals (not counted) | ` +
-      `${other ? 'to another worker: handoffs, p50 / p99 ms | ' : ''}wait in ${wait} p50 / p99 / max ms | process CPU µs/handoff |`,
-    `|---|---:|---:|---:|---:|---:|---:|---:|${other ? '---:|' : ''}---:|---:|`
+      `${other ? 'to another worker: handoffs, p50 / p99 ms | ' : ''}${order ? 'grants to the longest waiter | ' : ''}wait in ${wait} p50 / p99 / max ms | process CPU µs/handoff |`,
+    `|---|---:|---:|---:|---:|---:|---:|---:|${other ? '---:|' : ''}${order ? '---:|' : ''}---:|---:|`
   ]
   for (const [id, s] of Object.entries(sc)) {
     const open = Number.isFinite(s.openGapMaxMs) && s.openGapMaxMs > s.maxGap ? ` (a gap still open at the end of a round: ≥ ${fmt(s.openGapMaxMs, 1)})` : ''
@@ -544,9 +557,132 @@ function handoffTable (sc, stallMs, { wait = 'tryLock', other = false } = {}) {
     lines.push(`| ${nameOf(id)} | ${fmtInt(s.handoffs)} (${s.runs}, ${fmt(s.seconds, 1)} s)${s.capped ? `, ${s.capped} round(s) capped` : ''}${overlaps} | ` +
       `${fmtInt(s.handoffsPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${fmt(s.maxGap, 1)}${open} | ${stalls} | ` +
       `${fmt(100 * s.sameWorker, 1)} % | ${other ? `${fmtInt(s.otherHandoffs)}, ${fmt(s.otherP50, 3)} / ${fmt(s.otherP99, 3)} | ` : ''}` +
+      `${order ? `${orderCell(s)} | ` : ''}` +
       `${fmt(s.waitP50, 2)} / ${fmt(s.waitP99, 1)} / ${fmt(s.waitMax, 1)} | ${fmt(s.procCpuUs, 1)} |`)
   }
   return lines.join('\n')
+}
+
+/** The share of grants that went to the longest-waiting waiter: "100.0 % (n of n)". */
+const orderShare = (s) => s && s.ordered ? 100 * s.inOrder / s.ordered : NaN
+const orderCell = (s) => s && s.ordered ? `${fmt(orderShare(s), 1)} % (${fmtInt(s.inOrder)} of ${fmtInt(s.ordered)})` : 'n/a'
+
+// ---------------------------------------------------------------- redisson-sync
+
+const cpuCells = (s) => `${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)}`
+
+/** Read-write lock under readers + a writer on one name, and the exclusive baseline: per group cycles/s and latency. */
+function syncRwTable (sc) {
+  const lines = [
+    '| contender | readers: cycles/s median (min–max) | readers p50 / p99 ms | writer: cycles/s median (min–max) | writer p50 / p99 / max ms | writer\'s longest open cycle at a deadline ms | process CPU µs/cycle | JS-thread CPU µs/cycle | Redis cmds/cycle (cmdstat, incl. inside Lua) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    const r = s.groups.readers
+    const w = s.groups.writer
+    lines.push(`| ${nameOf(id)} | ${fmtInt(r.cyclesPerSec)} (${fmtInt(r.min)}–${fmtInt(r.max)}) | ${fmt(r.p50, 3)} / ${fmt(r.p99, 3)} | ` +
+      `${fmtInt(w.cyclesPerSec)} (${fmtInt(w.min)}–${fmtInt(w.max)}) | ${fmt(w.p50, 3)} / ${fmt(w.p99, 3)} / ${fmt(w.maxMs, 1)} | ${fmt(w.openMaxMs, 1)} | ` +
+      `${cpuCells(s)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
+  }
+  return lines.join('\n')
+}
+
+/** Uncontended locks per kind: cycles/s, × our getLock, × node-redisson's getLock, CPU and Redis commands. */
+function syncLockTable (sc) {
+  const ours = sc[SYNC_LOCK]
+  const peer = sc[NODE_REDISSON]
+  const lines = [
+    '| contender | cycles/s median (min–max) | × our getLock | × node-redisson | p50 ms | p99 ms | process CPU µs/cycle | JS-thread CPU µs/cycle | Redis cmds/cycle (cmdstat, incl. inside Lua) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    const r = (b) => b ? times(ratio(s.cyclesPerSec, b.cyclesPerSec)) : 'n/a'
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${r(ours)} | ${r(peer)} | ${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ` +
+      `${cpuCells(s)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
+  }
+  return lines.join('\n')
+}
+
+/** Semaphores shared by many workers: cycles/s, × redis-semaphore, CPU and Redis commands. */
+function syncSharedTable (sc) {
+  const peer = sc[SYNC_SEM_PEER]
+  const lines = [
+    '| contender | cycles/s median (min–max) | × redis-semaphore | p50 ms | p99 ms | process CPU µs/cycle | JS-thread CPU µs/cycle | Redis cmds/cycle (cmdstat, incl. inside Lua) |',
+    '|---|---:|---:|---:|---:|---:|---:|---|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${peer ? times(ratio(s.cyclesPerSec, peer.cyclesPerSec)) : 'n/a'} | ` +
+      `${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${cpuCells(s)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
+  }
+  return lines.join('\n')
+}
+
+/** The redisson-sync section's same-run ratios, one line each (informational, no PASS / MISS). */
+function redissonSyncLines (Rs) {
+  if (!Rs) return []
+  const out = []
+  const rw = Rs.rw || {}
+  const a = rw[SYNC_RW]
+  const b = rw[SYNC_RW_EXCLUSIVE]
+  if (a && b) {
+    const g = (s, n) => s.groups[n].cyclesPerSec
+    out.push(`read-write lock, ${a.groups.readers.workers} readers + 1 writer on one name: readers ${fmtInt(g(a, 'readers'))}/s, writer ${fmtInt(g(a, 'writer'))}/s; ` +
+      `the same workers on getLock: ${fmtInt(g(b, 'readers'))}/s, ${fmtInt(g(b, 'writer'))}/s; sharing reads: readers ${times(ratio(g(a, 'readers'), g(b, 'readers')))}, writer ${times(ratio(g(a, 'writer'), g(b, 'writer')))}`)
+  }
+  for (const [c, sc] of Object.entries(Rs.uncontended || {})) {
+    const base = sc[SYNC_LOCK]
+    const peer = sc[NODE_REDISSON]
+    const cell = (id, what) => sc[id] ? `${what} ${fmtInt(sc[id].cyclesPerSec)} (${base ? times(ratio(sc[id].cyclesPerSec, base.cyclesPerSec)) : 'n/a'} getLock)` : null
+    out.push(`uncontended, ${workersLabel(c)}, cycles/s: ${[cell('redisson-rs-read', 'read lock'), cell('redisson-rs-write', 'write lock')].filter(Boolean).join(', ')}; ` +
+      `getLock ${base ? fmtInt(base.cyclesPerSec) : 'n/a'}; node-redisson getLock ${peer ? fmtInt(peer.cyclesPerSec) : 'n/a'}`)
+  }
+  const f = Rs.fair || {}
+  if (f[SYNC_FAIR]) {
+    const l = f[SYNC_LOCK_HANDOFF]
+    const share = orderShare(f[SYNC_FAIR])
+    out.push(`fair lock, ${f[SYNC_FAIR].handoffs} handoffs: p50 / p99 ${fmt(f[SYNC_FAIR].p50, 3)} / ${fmt(f[SYNC_FAIR].p99, 3)} ms, ` +
+      `to the longest waiter ${orderCell(f[SYNC_FAIR])}${Number.isFinite(share) && share < 100 ? ' — BELOW 100 %: not first come, first served' : ''}; ` +
+      `getLock (not fair) ${l ? `${fmt(l.p50, 3)} / ${fmt(l.p99, 3)} ms, to the longest waiter ${orderCell(l)}` : 'n/a'}`)
+  }
+  for (const [c, { limit, results: sc }] of Object.entries(Rs.shared || {})) {
+    const peer = sc[SYNC_SEM_PEER]
+    const cell = (id, what) => sc[id] ? `${what} ${fmtInt(sc[id].cyclesPerSec)} (${peer ? times(ratio(sc[id].cyclesPerSec, peer.cyclesPerSec)) : 'n/a'})` : null
+    out.push(`semaphore, ${workersLabel(c)}, ${limit} permits, cycles/s (× redis-semaphore): ` +
+      [cell(SYNC_SEMAPHORE, 'getSemaphore'), cell(SYNC_SEM_FACE, 'redislock-rs/semaphore'), cell(SYNC_PES, 'getPermitExpirableSemaphore')].filter(Boolean).join(', ') +
+      `; redis-semaphore ${peer ? fmtInt(peer.cyclesPerSec) : 'n/a'}`)
+  }
+  return out
+}
+
+function redissonSyncSection (Rs, cfg) {
+  const parts = [
+    '## Redisson\'s synchronizers: read-write lock, fair lock, semaphores (issue 23; informational, no targets)',
+    '',
+    `Method: \`require('redislock-rs/redisson')\` (REDISLOCK_RS_ENGINE=js), each contender in a child process of its own with one \`new Redisson({ redis: { options: { host, port } } })\` shared by all its workers, ` +
+      `on the main redis-server (${Rs.server}), interleaved and rotated per round (${cfg.rounds} round(s)), medians. The machine may be shared: compare within a table (same run), not across runs. ` +
+      `Read-write lock: ${cfg.syncRwReaders} readers and 1 writer in ONE child on ONE name, each its own object (own clientId): readers loop \`readLock().lock(10000)\` + \`unlock()\`, the writer \`writeLock().lock(10000)\`, a ${cfg.csMs} ms critical section, \`unlock()\`; ` +
+      `the baseline is the same ${cfg.syncRwReaders + 1} workers on \`getLock\` (exclusive). ${cfg.duration} ms after a ${cfg.warmup} ms warm-up; only cycles completed within the ${cfg.duration} ms count (a starving writer shows 0, and its open cycle at the deadline). ` +
+      `Uncontended: every worker its own name, \`tryLock(0, 10000)\` + \`unlock()\` (as the Redisson face section), read lock, write lock and getLock of ours, node-redisson@${pkgVersion('node-redisson')}'s getLock for reference. ` +
+      `Fair lock: ${cfg.syncHandoffWorkers} waiters on ONE \`getFairLock\` name, \`tryLock(false, 10000)\` (wait forever) + \`unlock()\`, the Redisson face section's handoff measurement (the releaser stays out until another worker holds; ${cfg.syncHandoffDuration} ms per round); ` +
+      '"grants to the longest waiter" = acquisitions that went to the worker whose call started first among those still waiting (first come, first served: must be 100 % for the fair lock), next to getLock\'s (not fair). ' +
+      `Semaphores: ${cfg.syncSemaphoreWorkers.join(' and ')} workers on ONE semaphore of workers / 2 permits, \`acquire()\` + \`release()\` in a loop: \`getSemaphore\` (\`trySetPermits\` once before the clock), ` +
+      `redis-semaphore@${pkgVersion('redis-semaphore')}'s \`new Semaphore(client, key, limit, { refreshInterval: 0, retryInterval: 10 })\` per cycle over one ioredis@${pkgVersion('ioredis')} client, and this package's redislock-rs/semaphore \`Semaphore\` through the same code; ` +
+      `\`getPermitExpirableSemaphore\` \`acquire(10000)\` → id + \`release(id)\` at ${cfg.syncPesWorkers.join(', ')} workers. The semaphore ratio is like for like in what it guarantees (a counting semaphore on one key), not in data layout or wake-up mechanism (pub/sub vs polling every 10 ms). ` +
+      'Redis cmds/cycle = the INFO commandstats delta / cycles (incl. the commands run inside Lua).',
+    ''
+  ]
+  if (Rs.rw) parts.push(`### Read-write lock: ${cfg.syncRwReaders} readers + 1 writer (${cfg.csMs} ms held) on one name, vs the same workers on getLock`, '', syncRwTable(Rs.rw), '')
+  for (const [c, sc] of Object.entries(Rs.uncontended || {})) {
+    parts.push(`### Redisson locks, uncontended: ${workersLabel(c)}, each on its own name`, '', syncLockTable(sc), '')
+  }
+  if (Rs.fair) {
+    parts.push(`### Fair lock, handoff: ${cfg.syncHandoffWorkers} waiters on one name, ~0 ms hold, vs getLock`, '', handoffTable(Rs.fair, cfg.stallMs, { order: true }), '')
+  }
+  for (const [c, { limit, results }] of Object.entries(Rs.shared || {})) {
+    parts.push(`### Semaphores: ${workersLabel(c)} on one semaphore of ${limit} permits`, '', syncSharedTable(results), '')
+  }
+  parts.push('Same-run ratios (informational, no target):', '', ...redissonSyncLines(Rs).map((t) => `- ${t}`), '')
+  return parts
 }
 
 function redissonSection (Rr, checks, cfg) {
@@ -794,9 +930,10 @@ function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks 
   if (R.quorum) parts.push(...quorumSection(R.quorum, qchecks, cfg))
   if (R.redlockFace) parts.push(...redlockFaceSection(R.redlockFace, fchecks, cfg))
   if (R.semaphoreFace) parts.push(...semaphoreFaceSection(R.semaphoreFace, schecks, cfg))
+  if (R.redissonSync) parts.push(...redissonSyncSection(R.redissonSync, cfg))
   if (R.cluster) parts.push(...clusterSection(R.cluster, cfg))
   if (others.length || !cfg.partial) parts.push('## Other checks (from earlier issues)', '', ...others.map(line), '')
   return parts.join('\n')
 }
 
-module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, redlockFaceChecks, redlockFaceContention, semaphoreFaceChecks, semaphoreFaceContention, clusterRatios, render, machine, pkgVersion, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM, RS_CLUSTER, RS_REDLOCK, SEMAPHORE_FACE_RS }
+module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, redlockFaceChecks, redlockFaceContention, semaphoreFaceChecks, semaphoreFaceContention, redissonSyncLines, clusterRatios, render, machine, pkgVersion, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM, RS_CLUSTER, RS_REDLOCK, SEMAPHORE_FACE_RS, SYNC_RS }

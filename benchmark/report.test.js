@@ -97,3 +97,124 @@ test('render: a semaphore-face-only partial run has the section, its rows and th
   assert.doesNotMatch(text, /## Targets \(issue 9\)/)
   assert.doesNotMatch(text, /node-redlock face/)
 })
+
+// ---------------------------------------------------------------- redisson-sync
+
+const { runGroups, runHandoffs } = require('./measure')
+
+function syncFixture () {
+  const g = (readers, writer, extra = {}) => ({
+    runs: 3,
+    procCpuUs: 100,
+    jsCpuUs: 80,
+    callsPerCycle: 40,
+    tailMsMax: 2,
+    commands: { evalsha: 2 },
+    groups: {
+      readers: { workers: 16, cyclesPerSec: readers, min: readers, max: readers, cycles: readers * 4, p50: 2, p99: 6, maxMs: 8, openMaxMs: 1 },
+      writer: { workers: 1, cyclesPerSec: writer, min: writer, max: writer, cycles: writer * 4, p50: 2.5, p99: 9, maxMs: 12, openMaxMs: 3, ...extra }
+    }
+  })
+  const h = (p50, p99, inOrder, ordered) => ({
+    runs: 3, handoffs: ordered, seconds: 15, handoffsPerSec: 300, min: 290, max: 310, p50, p99, maxGap: 7, stalls: 0, openStalls: 0, openGapMaxMs: NaN,
+    sameWorker: 0, otherHandoffs: ordered, otherP50: p50, otherP99: p99, waitP50: 20, waitP99: 40, waitMax: 50, capped: 0, overlaps: 0, procCpuUs: 900, jsCpuUs: 700, inOrder, ordered
+  })
+  return {
+    server: '127.0.0.1:6379',
+    rw: { 'redisson-rs-rw': g(6000, 360), 'redisson-rs-rw-exclusive': g(2000, 180) },
+    uncontended: {
+      1: { 'redisson-rs-read': s(1000), 'redisson-rs-write': s(1200), 'redisson-rs-lock': s(1500), 'node-redisson': s(1400) },
+      16: { 'redisson-rs-read': s(9000), 'redisson-rs-write': s(9500), 'redisson-rs-lock': s(10000), 'node-redisson': s(8000) }
+    },
+    fair: { 'redisson-rs-fair': h(0.5, 4, 1000, 1000), 'redisson-rs-lock-handoff': h(0.4, 5, 120, 1000) },
+    shared: {
+      16: { limit: 8, results: { 'redisson-rs-semaphore': s(24000), 'redis-semaphore-shared': s(6000), 'redislock-rs-semaphore-shared': s(12000), 'redisson-rs-pes': s(12000) } },
+      128: { limit: 64, results: { 'redisson-rs-semaphore': s(45000), 'redis-semaphore-shared': s(15000), 'redislock-rs-semaphore-shared': s(30000) } }
+    }
+  }
+}
+
+test('the redisson-sync contenders are all in byId; ours are always run', () => {
+  const all = [...contenders.SYNC_RW, ...contenders.SYNC_LOCKS, ...contenders.SYNC_FAIR, ...contenders.SYNC_SHARED]
+  for (const c of all) assert.strictEqual(contenders.byId[c.id], c)
+  for (const id of report.SYNC_RS) assert.ok(contenders.byId[id], id)
+  assert.deepStrictEqual(contenders.SYNC_SHARED.map((c) => c.id), ['redisson-rs-semaphore', 'redis-semaphore-shared', 'redislock-rs-semaphore-shared', 'redisson-rs-pes'])
+})
+
+test('redissonSyncLines: same-run ratios, informational; the fair order is flagged below 100 %', () => {
+  const lines = report.redissonSyncLines(syncFixture())
+  assert.strictEqual(lines.length, 6)
+  assert.match(lines[0], /16 readers \+ 1 writer on one name: readers 6,000\/s, writer 360\/s; the same workers on getLock: 2,000\/s, 180\/s; sharing reads: readers 3\.00×, writer 2\.00×/)
+  assert.match(lines[1], /uncontended, 1 worker, cycles\/s: read lock 1,000 \(0\.67× getLock\), write lock 1,200 \(0\.80× getLock\); getLock 1,500; node-redisson getLock 1,400/)
+  assert.match(lines[3], /fair lock, 1000 handoffs: p50 \/ p99 0\.500 \/ 4\.000 ms, to the longest waiter 100\.0 % \(1,000 of 1,000\); getLock \(not fair\) 0\.400 \/ 5\.000 ms, to the longest waiter 12\.0 %/)
+  assert.doesNotMatch(lines[3], /BELOW/)
+  assert.match(lines[4], /16 workers, 8 permits, cycles\/s \(× redis-semaphore\): getSemaphore 24,000 \(4\.00×\), redislock-rs\/semaphore 12,000 \(2\.00×\), getPermitExpirableSemaphore 12,000 \(2\.00×\); redis-semaphore 6,000/)
+  assert.doesNotMatch(lines[5], /getPermitExpirableSemaphore/)
+  const R = syncFixture()
+  R.fair['redisson-rs-fair'].inOrder = 999
+  assert.match(report.redissonSyncLines(R)[3], /99\.9 % \(999 of 1,000\) — BELOW 100 %/)
+  assert.deepStrictEqual(report.redissonSyncLines(null), [])
+})
+
+test('render: a redisson-sync-only partial run has its tables and no PASS / MISS', () => {
+  const R = { local: { uncontended: {}, contention: {}, audit: {}, memory: [] }, threads: {}, remote: { available: false, skipped: true }, redissonSync: syncFixture() }
+  const cfg = {
+    sections: ['redisson-sync'], partial: true, quick: false, rounds: 3, duration: 1500, warmup: 300, csMs: 1, stallMs: 100,
+    syncRwReaders: 16, syncHandoffWorkers: 16, syncHandoffDuration: 5000, syncSemaphoreWorkers: [16, 128], syncPesWorkers: [16]
+  }
+  const meta = { started: 'now', seconds: 1, load0: '0', load1: '0', machine: { nproc: 2, cpu: 'x', os: 'y', node: 'v', redis: 'r', git: 'g', dirty: 0, addon: 'a', packages: 'p' } }
+  const text = report.render(R, [], [], meta, cfg)
+  assert.match(text, /## Redisson's synchronizers: read-write lock, fair lock, semaphores \(issue 23; informational, no targets\)/)
+  assert.match(text, /### Read-write lock: 16 readers \+ 1 writer \(1 ms held\) on one name, vs the same workers on getLock/)
+  assert.match(text, /\| \*\*redislock-rs\/redisson getReadWriteLock .*\| 6,000 \(6,000–6,000\) \| 2\.000 \/ 6\.000 \| 360 \(360–360\) \| 2\.500 \/ 9\.000 \/ 12\.0 \| 3\.0 \| 100\.0 \| 80\.0 \| 40\.00 \(evalsha 2\.00\) \|/)
+  assert.match(text, /### Redisson locks, uncontended: 16 workers, each on its own name/)
+  assert.match(text, /\| \*\*redislock-rs\/redisson read lock, JS-thread engine\*\* \| 9,000 \(9,000–9,000\) \| 0\.90× \| 1\.13× \|/)
+  assert.match(text, /### Fair lock, handoff: 16 waiters on one name/)
+  assert.match(text, /grants to the longest waiter \|/)
+  assert.match(text, /\| 100\.0 % \(1,000 of 1,000\) \|/)
+  assert.match(text, /### Semaphores: 128 workers on one semaphore of 64 permits/)
+  assert.match(text, /\| redis-semaphore@[^|]* Semaphore [^|]*\| 15,000 \(15,000–15,000\) \| 1\.00× \|/)
+  assert.doesNotMatch(text, /\*\*(PASS|MISS)\*\*/)
+  assert.doesNotMatch(text, /## Targets \(issue 9\)/)
+})
+
+test('runGroups: per group cycles/s; a worker that never completes in time counts 0 and shows its open wait', async () => {
+  let release
+  const gate = new Promise((resolve) => { release = resolve })
+  const fast = { cycle: () => new Promise((resolve) => setImmediate(resolve)) }
+  // Starves until the others stop, then completes: its late cycle is not counted.
+  const starving = { cycle: () => gate }
+  const r = await Promise.all([runGroups({ fast: [fast, fast], starving: [starving] }, 100, null), new Promise((resolve) => setTimeout(() => { release(); resolve() }, 150))]).then(([x]) => x)
+  assert.ok(r.groups.fast.cycles > 10)
+  assert.strictEqual(r.groups.starving.cycles, 0)
+  assert.strictEqual(r.groups.starving.cyclesPerSec, 0)
+  assert.ok(r.groups.starving.openMaxMs >= 90, `open ${r.groups.starving.openMaxMs}`)
+  assert.ok(r.tailMs >= 30)
+})
+
+test('runHandoffs order: a first-come-first-served lock scores 100 %, a last-come-first-served one does not', async () => {
+  /** A lock in this process whose waiters are served FIFO or LIFO. */
+  function localLock (lifo) {
+    let held = false
+    const queue = []
+    return () => ({
+      acquire: () => new Promise((resolve) => {
+        if (!held && !queue.length) { held = true; setImmediate(() => resolve(true)); return }
+        queue.push(resolve)
+      }),
+      release: () => {
+        const next = lifo ? queue.pop() : queue.shift()
+        if (next) setImmediate(() => next(true)); else held = false
+        return Promise.resolve()
+      }
+    })
+  }
+  const spec = { warmupMs: 20, durationMs: 100, minHandoffs: 10, capMs: 2000, order: true }
+  const fifo = localLock(false)
+  const a = await runHandoffs(Array.from({ length: 6 }, fifo), spec)
+  assert.ok(a.ordered >= 10)
+  assert.strictEqual(a.inOrder, a.ordered)
+  const lifo = localLock(true)
+  const b = await runHandoffs(Array.from({ length: 6 }, lifo), spec)
+  assert.ok(b.inOrder < b.ordered, `${b.inOrder} of ${b.ordered}`)
+})
