@@ -200,6 +200,32 @@ test('layout: a Java reader and writer (Java\'s scripts) and ours exclude each o
   assert.equal(await direct().exists(name), 0)
 })
 
+test('a freed lock wakes one waiter, as Java Redisson\'s LockPubSub does; a write unlock wakes every reader', async () => {
+  const name = fresh('one-at-a-time')
+  const channel = `redisson_lock__channel:{${name}}`
+  // A holder elsewhere (node-redisson's layout), released with its announcement.
+  await direct().hset(name, 'elsewhere:1', '1')
+  await direct().pexpire(name, 30000)
+  const a = make()
+  const waiters = Array.from({ length: 8 }, (_, i) => a.getLock(name, `w${i}`))
+  const got = waiters.map((w) => w.tryLock(20000, 10000))
+  await sleep(500)
+  const evalshas = async () => Number(((await direct().info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/) || [0, 0])[1])
+  const before = await evalshas()
+  await direct().del(name)
+  await direct().publish(channel, '0')
+  await sleep(500)
+  const attempts = (await evalshas()) - before
+  assert.ok(attempts >= 1 && attempts <= 2, `one waiter tried the freed lock, not all 8 (${attempts} attempts)`)
+  // Each release hands the lock on: all eight get it in turn.
+  for (let i = 0; i < 8; i++) {
+    const winner = (await Promise.race(got.map((p, j) => p.then(() => j))))
+    assert.equal(await got[winner], true)
+    await waiters[winner].unlock()
+    got[winner] = new Promise(() => {})
+  }
+})
+
 test('a fair lock serves waiters in arrival order, on Java Redisson\'s queue', async () => {
   const name = fresh('fair')
   const a = make()

@@ -467,6 +467,9 @@ impl<C: ConnectionLike> Attempt for Hold<'_, C> {
     type Won = ();
     type Lost = i64;
     const WAKEUPS_REQUIRED: bool = true;
+    // Java Redisson wakes one waiter per UNLOCK_MESSAGE (0) and every
+    // waiter on a write unlock's READ_UNLOCK_MESSAGE (1).
+    const ONE_AT_A_TIME: bool = true;
 
     async fn attempt(&mut self) -> Result<std::result::Result<(), i64>> {
         let (conn, name, field) = (&mut *self.conn, self.name, self.field);

@@ -66,6 +66,10 @@ pub(crate) trait Attempt {
     /// subscriber fails, ends with that error (node-redisson's `tryLock`);
     /// `false`: it polls on its schedule instead.
     const WAKEUPS_REQUIRED: bool = false;
+    /// `true`: the waiters of a lock take it one at a time, so a release
+    /// announced as Redisson's `UNLOCK_MESSAGE` wakes one waiter of this
+    /// process, not all (waiting/wakeups.rs); Redisson's exclusive locks.
+    const ONE_AT_A_TIME: bool = false;
     /// One attempt: `Ok(won)`, or `Err(lost)` when it was not granted;
     /// an error (Redis failed) ends the wait.
     fn attempt(
@@ -131,8 +135,10 @@ pub(crate) async fn retry<A: Attempt>(
         };
         if let (None, Some((sources, channels))) = (&sub, wake) {
             let subscribed = match A::WAKEUPS_REQUIRED {
-                true => Some(AnyRelease::subscribe_every(sources, channels).await?),
-                false => AnyRelease::subscribe(sources, channels).await,
+                true => {
+                    Some(AnyRelease::subscribe_every(sources, channels, A::ONE_AT_A_TIME).await?)
+                }
+                false => AnyRelease::subscribe(sources, channels, A::ONE_AT_A_TIME).await,
             };
             if let Some(mut s) = subscribed {
                 // Subscribed now: a release since the failed attempt is

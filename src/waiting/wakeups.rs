@@ -14,6 +14,17 @@
 //! its attempt at once) and the next wait subscribes again on a new
 //! connection; waits stay bounded by the holder's PTTL meanwhile.
 //!
+//! A release wakes every waiter of its channel, but on a channel whose
+//! waiters asked for one at a time ([`Wakeups::subscribe_with`]: Redisson's
+//! exclusive locks), Redisson's `UNLOCK_MESSAGE` (`0`: one lock was freed,
+//! one waiter can have it) wakes one waiter, as Java Redisson's `LockPubSub`
+//! does; any other message (`1`, a write unlock: every reader may go) and a
+//! broken link still wake them all. The wake-up is a permit
+//! (`Notify::notify_one`): kept for the next waiter when none is asleep
+//! yet, and handed to another when the one it picked stops waiting, so it
+//! is never lost; a waiter it picked that loses the lock to another process
+//! sleeps again, as do the others, until that holder's release or PTTL.
+//!
 //! The primitives (`Notify`, atomics, oneshot) work from any executor, so a
 //! waiter on the JS-thread engine is woken across threads by the same code.
 //!
@@ -24,7 +35,7 @@
 //! move. A node's link dropping wakes every waiter, as a broken link does.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -74,9 +85,34 @@ struct Channel {
     poke: Notify,
     /// The link epoch at which Redis confirmed our subscription (0: never).
     confirmed: AtomicU64,
+    /// Its waiters take a freed lock one at a time: an `UNLOCK_MESSAGE`
+    /// wakes one of them (see the module's note).
+    one_at_a_time: AtomicBool,
 }
 
+/// Redisson's `UNLOCK_MESSAGE`: one lock freed.
+const ONE_FREED: &[u8] = b"0";
+
 impl Channel {
+    fn new(confirmed: u64) -> Channel {
+        Channel {
+            generation: AtomicU64::new(0),
+            notify: Notify::new(),
+            poke: Notify::new(),
+            confirmed: AtomicU64::new(confirmed),
+            one_at_a_time: AtomicBool::new(false),
+        }
+    }
+
+    /// A message on the channel: wakes one waiter or all (module note).
+    fn heard(&self, payload: &[u8]) {
+        if payload == ONE_FREED && self.one_at_a_time.load(Ordering::Acquire) {
+            self.poke.notify_one();
+        } else {
+            self.bump();
+        }
+    }
+
     fn bump(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.notify.notify_waiters();
@@ -129,21 +165,26 @@ impl Wakeups {
 
     /// A subscription to `channel`, confirmed by Redis before it returns.
     pub async fn subscribe(self: &Arc<Self>, channel: &str) -> Result<Subscription> {
+        self.subscribe_with(channel, false).await
+    }
+
+    /// [`subscribe`](Self::subscribe); `one_at_a_time`: the channel's
+    /// waiters take a freed lock one at a time (see the module's note).
+    pub async fn subscribe_with(
+        self: &Arc<Self>,
+        channel: &str,
+        one_at_a_time: bool,
+    ) -> Result<Subscription> {
         let owner = Arc::clone(self);
         let chan = {
             let mut ch = locked(&owner.channels);
-            let entry = ch.entry(channel.to_string()).or_insert_with(|| {
-                (
-                    Arc::new(Channel {
-                        generation: AtomicU64::new(0),
-                        notify: Notify::new(),
-                        poke: Notify::new(),
-                        confirmed: AtomicU64::new(0),
-                    }),
-                    0,
-                )
-            });
+            let entry = ch
+                .entry(channel.to_string())
+                .or_insert_with(|| (Arc::new(Channel::new(0)), 0));
             entry.1 += 1;
+            if one_at_a_time {
+                entry.0.one_at_a_time.store(true, Ordering::Release);
+            }
             Arc::clone(&entry.0)
         };
         let mut sub = Subscription {
@@ -170,12 +211,7 @@ impl Wakeups {
         let endpoint = Endpoint::resolve(spec).expect("endpoint");
         let w = Wakeups::new(&endpoint, Source::PubSub, &Handle::current());
         w.epoch.store(1, Ordering::Release);
-        let chan = Arc::new(Channel {
-            generation: AtomicU64::new(0),
-            notify: Notify::new(),
-            poke: Notify::new(),
-            confirmed: AtomicU64::new(1),
-        });
+        let chan = Arc::new(Channel::new(1));
         locked(&w.channels).insert(channel.to_string(), (chan, 0));
         w
     }
@@ -280,7 +316,11 @@ impl Wakeups {
                         match push.kind {
                             PushKind::SMessage => {
                                 if let Some(name) = push.data.first().and_then(text) {
-                                    me.released(&name);
+                                    let payload = match push.data.get(1) {
+                                        Some(Value::BulkString(b)) => b.as_slice(),
+                                        _ => &[],
+                                    };
+                                    me.heard(&name, payload);
                                 }
                             }
                             // A node's link dropped: a release may be lost
@@ -303,7 +343,7 @@ impl Wakeups {
                 let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
                 self.rt.spawn(async move {
                     while let Some(msg) = stream.next().await {
-                        me.released(msg.get_channel_name());
+                        me.heard(msg.get_channel_name(), msg.get_payload_bytes());
                     }
                     me.broken(epoch).await;
                 });
@@ -392,6 +432,16 @@ impl Wakeups {
             .map(|(c, _)| Arc::clone(c));
         if let Some(c) = chan {
             c.bump();
+        }
+    }
+
+    /// A pub/sub message `payload` on `channel`.
+    fn heard(&self, channel: &str, payload: &[u8]) {
+        let chan = locked(&self.channels)
+            .get(channel)
+            .map(|(c, _)| Arc::clone(c));
+        if let Some(c) = chan {
+            c.heard(payload);
         }
     }
 
@@ -589,10 +639,16 @@ pub struct AnyRelease {
 impl AnyRelease {
     /// Subscribes to every one of `channels` on every source that answers;
     /// `None` when none did (the waiter then polls).
-    pub async fn subscribe(sources: &[Arc<Wakeups>], channels: &[&str]) -> Option<AnyRelease> {
-        let each = sources
-            .iter()
-            .flat_map(|w| channels.iter().map(move |c| w.subscribe(c)));
+    pub async fn subscribe(
+        sources: &[Arc<Wakeups>],
+        channels: &[&str],
+        one_at_a_time: bool,
+    ) -> Option<AnyRelease> {
+        let each = sources.iter().flat_map(|w| {
+            channels
+                .iter()
+                .map(move |c| w.subscribe_with(c, one_at_a_time))
+        });
         let tries = futures_util::future::join_all(each);
         let subs: Vec<Subscription> = tries.await.into_iter().filter_map(|s| s.ok()).collect();
         (!subs.is_empty()).then_some(AnyRelease { subs })
@@ -604,6 +660,7 @@ impl AnyRelease {
     pub async fn subscribe_every(
         sources: &[Arc<Wakeups>],
         channels: &[&str],
+        one_at_a_time: bool,
     ) -> Result<AnyRelease> {
         if sources.is_empty() || channels.is_empty() {
             return Err(Error::Internal("no wake-up source to subscribe on".into()));
@@ -611,7 +668,7 @@ impl AnyRelease {
         let mut subs = Vec::with_capacity(sources.len() * channels.len());
         for w in sources {
             for c in channels {
-                subs.push(w.subscribe(c).await?);
+                subs.push(w.subscribe_with(c, one_at_a_time).await?);
             }
         }
         Ok(AnyRelease { subs })
@@ -701,5 +758,74 @@ mod tests {
         assert!(stream_entries(&Value::Nil).is_empty());
         let range = Value::Array(vec![entry("7-1", "c")]);
         assert_eq!(entry_ids(&range), vec!["7-1".to_string()]);
+    }
+
+    /// Waiters `subs` each waiting once, counted in `woke` when woken.
+    fn waiting(subs: Vec<Subscription>, woke: &Arc<AtomicU64>) {
+        for mut sub in subs {
+            let woke = Arc::clone(woke);
+            tokio::spawn(async move {
+                sub.mark();
+                if sub.wait().await.is_ok() {
+                    woke.fetch_add(1, Ordering::AcqRel);
+                }
+            });
+        }
+    }
+
+    async fn settle() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    #[tokio::test]
+    async fn an_unlock_message_wakes_one_waiter_of_an_exclusive_lock_and_a_write_unlock_all() {
+        let w = Wakeups::offline("lock");
+        let mut subs = Vec::new();
+        for _ in 0..3 {
+            subs.push(w.subscribe_with("lock", true).await.expect("subscribe"));
+        }
+        let woke = Arc::new(AtomicU64::new(0));
+        waiting(subs, &woke);
+        settle().await;
+        w.heard("lock", b"0");
+        settle().await;
+        assert_eq!(
+            woke.load(Ordering::Acquire),
+            1,
+            "one freed lock, one waiter"
+        );
+        w.heard("lock", b"1");
+        settle().await;
+        assert_eq!(
+            woke.load(Ordering::Acquire),
+            3,
+            "a write unlock wakes the rest"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_wake_up_before_anyone_sleeps_is_kept_and_other_channels_wake_all() {
+        let w = Wakeups::offline("lock");
+        let sub = w.subscribe_with("lock", true).await.expect("subscribe");
+        // Heard between a waiter's attempt and its sleep: not lost.
+        w.heard("lock", b"0");
+        let woke = Arc::new(AtomicU64::new(0));
+        waiting(vec![sub], &woke);
+        settle().await;
+        assert_eq!(woke.load(Ordering::Acquire), 1);
+
+        // A channel whose waiters did not ask for one at a time (a latch's
+        // zero count is "0" too): everyone wakes.
+        let latch = Wakeups::offline("latch");
+        let mut subs = Vec::new();
+        for _ in 0..2 {
+            subs.push(latch.subscribe("latch").await.expect("subscribe"));
+        }
+        let woke = Arc::new(AtomicU64::new(0));
+        waiting(subs, &woke);
+        settle().await;
+        latch.heard("latch", b"0");
+        settle().await;
+        assert_eq!(woke.load(Ordering::Acquire), 2);
     }
 }
