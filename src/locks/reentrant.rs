@@ -240,8 +240,10 @@ pub(crate) async fn eval<C: ConnectionLike>(
     .await
 }
 
-/// Runs `lua`, once more on a fresh connection if the first try broke.
-async fn eval_retrying<C: ConnectionLike>(
+/// Runs `lua`, once more on a fresh connection if the first try broke: for
+/// scripts that only read, or whose second run changes nothing the first
+/// did not.
+pub(crate) async fn eval_retrying<C: ConnectionLike>(
     conn: &mut C,
     lua: &Lua,
     keys: &[&str],

@@ -30,7 +30,7 @@ use redis::aio::ConnectionLike;
 use redis::Value;
 
 use crate::error::{Error, Result};
-use crate::locks::reentrant::{eval, Wait};
+use crate::locks::reentrant::{eval, eval_retrying, Wait};
 use crate::transport::lua::Lua;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::Timer;
@@ -290,21 +290,6 @@ async fn once<C: ConnectionLike>(
     Ok(eval(conn, lua, keys, args).await?)
 }
 
-/// Runs `lua`, once more if the connection broke under the first try: for
-/// scripts that only read, or whose second run changes nothing the first
-/// did not.
-async fn twice<C: ConnectionLike>(
-    conn: &mut C,
-    lua: &Lua,
-    keys: &[&str],
-    args: &[&[u8]],
-) -> Result<Value> {
-    match eval(conn, lua, keys, args).await.map_err(Error::from) {
-        Err(Error::Connection(_)) => Ok(eval(conn, lua, keys, args).await?),
-        other => other,
-    }
-}
-
 /// `GET name` as a number (no key: 0), sent again once on a broken
 /// connection: RSemaphore's `availablePermits`, RCountDownLatch's
 /// `getCount`.
@@ -492,7 +477,7 @@ pub async fn available_permits<C: ConnectionLike>(
     now: i64,
 ) -> Result<i64> {
     let now = now.to_string();
-    let v = twice(
+    let v = eval_retrying(
         conn,
         &scripts().pes_available,
         &[names.name, names.timeout, names.channel],
@@ -532,7 +517,7 @@ pub async fn update_lease<C: ConnectionLike>(
     now: i64,
 ) -> Result<bool> {
     let (date, now) = (timeout_date.to_string(), now.to_string());
-    let v = twice(
+    let v = eval_retrying(
         conn,
         &scripts().pes_update_lease,
         &[names.name, names.timeout, names.channel],
