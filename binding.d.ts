@@ -416,6 +416,7 @@ export declare function stopRedissonRenewals(prefix: string): void
  * RPermitExpirableSemaphore, `Latch…` RCountDownLatch.
  */
 export declare const enum SyncOp {
+  /** `trySetPermits` (`Time`: RSemaphore's time to live, ms; 0: none). */
   SemTrySetPermits = 0,
   /** `tryAcquire`/`acquire` (`WaitMs`). */
   SemAcquire = 1,
@@ -435,4 +436,13 @@ export declare const enum SyncOp {
   LatchGetCount = 14,
   /** `await` (`WaitMs`). */
   LatchAwait = 15,
+  /** `releaseIfExists` (answers whether the count existed). */
+  SemReleaseIfExists = 16,
+  /** `getPermits`: free plus held. */
+  PesGetPermits = 17,
+  PesAcquiredPermits = 18,
+  /** `setPermits`: the total. */
+  PesSetPermits = 19,
+  /** `getLeaseTime` of the permit id given (`No`: not held). */
+  PesGetLeaseTime = 20,
 }

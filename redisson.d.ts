@@ -118,13 +118,18 @@ export interface IRedissonClient {
  */
 export interface RSemaphore {
   readonly name: string
-  /** Sets the number of permits if none is set yet; `true` when set. */
-  trySetPermits (permits: number): Promise<boolean>
+  /**
+   * Sets the number of permits if none is set yet; `true` when set. With
+   * `ttl` (in `unit`, default ms; at least 1 ms) the count expires after it.
+   */
+  trySetPermits (permits: number, ttl?: RedissonTime | null, unit?: TimeUnit): Promise<boolean>
   /** Takes `permits` (default 1), waiting as long as it takes. */
   acquire (permits?: number): Promise<void>
   /** Takes `permits` if free, waiting at most `waitTime` (none: one attempt). */
   tryAcquire (permits?: number, waitTime?: RedissonTime, unit?: TimeUnit): Promise<boolean>
   release (permits?: number): Promise<void>
+  /** Gives `permits` (default 1) back only if the count exists; `true` when given back. */
+  releaseIfExists (permits?: number): Promise<boolean>
   availablePermits (): Promise<number>
   /** Adds permits (negative: removes them). */
   addPermits (permits: number): Promise<void>
@@ -153,6 +158,17 @@ export interface RPermitExpirableSemaphore {
   tryRelease (permitId: PermitId): Promise<boolean>
   updateLeaseTime (permitId: PermitId, leaseTime: RedissonTime, unit?: TimeUnit): Promise<boolean>
   availablePermits (): Promise<number>
+  /** All the permits: free plus held. */
+  getPermits (): Promise<number>
+  /** The permits held. */
+  acquiredPermits (): Promise<number>
+  /** Sets the number of all the permits; the free count moves by the difference. */
+  setPermits (permits: number): Promise<void>
+  /**
+   * The ms left of the permit's lease (-1: no lease); rejects
+   * (`RedissonLockError`) when it was released already, expired or never existed.
+   */
+  getLeaseTime (permitId: PermitId): Promise<number>
   addPermits (permits: number): Promise<void>
 }
 

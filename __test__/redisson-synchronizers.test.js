@@ -48,6 +48,12 @@ const JAVA = {
   PES_AVAILABLE: "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[1], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[2], KEYS[3], value); end;return value; end; local ret = redis.call('get', KEYS[1]); return ret == false and 0 or ret;",
   PES_ADD_PERMITS: "local value = redis.call('get', KEYS[1]); if (value == false) then value = 0;end;redis.call('set', KEYS[1], tonumber(value) + tonumber(ARGV[1])); if tonumber(ARGV[1]) > 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]); end;",
   PES_UPDATE_LEASE: "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[4], KEYS[3], value); end;end; local value = redis.call('zscore', KEYS[2], ARGV[1]); if (value ~= false) then redis.call('zadd', KEYS[2], ARGV[2], ARGV[1]); return 1;end;return 0;",
+  SEM_RELEASE_IF_EXISTS: "if redis.call('exists', KEYS[1]) == 0 then return 0 end local value = redis.call('incrby', KEYS[1], ARGV[1]) redis.call(ARGV[2], KEYS[2], value) return 1 ",
+  TRY_SET_PERMITS_TTL: "local value = redis.call('get', KEYS[1]); if (value == false) then redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[3]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1;end;return 0;",
+  PES_GET_PERMITS: "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[1], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[2], KEYS[3], value); end;end; local available = redis.call('get', KEYS[1]); if available == false then return 0 end;local acquired = redis.call('zcount', KEYS[2], 0, '+inf'); if acquired == false then return tonumber(available) end;return tonumber(available) + acquired;",
+  PES_ACQUIRED_PERMITS: "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[1], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[2], KEYS[3], value); end;end; local acquired = redis.call('zcount', KEYS[2], 0, '+inf'); return acquired == false and 0 or acquired;",
+  PES_SET_PERMITS: "local available = redis.call('get', KEYS[1]); if (available == false) then redis.call('set', KEYS[1], ARGV[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return;end;local acquired = redis.call('zcount', KEYS[3], 0, '+inf'); local maximum = (acquired == false and 0 or acquired) + tonumber(available); if (maximum == tonumber(ARGV[1])) then return;end;redis.call('incrby', KEYS[1], tonumber(ARGV[1]) - maximum); redis.call(ARGV[2], KEYS[2], ARGV[1]);",
+  PES_GET_LEASE_TIME: "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[4], KEYS[3], value); end;end; local value = redis.call('zscore', KEYS[2], ARGV[1]); if (value ~= false) then return tonumber(value) == tonumber(ARGV[2]) and -1 or tonumber(value) - tonumber(ARGV[3]);end;return 0;",
   LATCH_COUNT_DOWN: "local v = redis.call('decr', KEYS[1]);if v <= 0 then redis.call('del', KEYS[1]) end;if v == 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]) end;",
   LATCH_TRY_SET_COUNT: "if redis.call('exists', KEYS[1]) == 0 then redis.call('set', KEYS[1], ARGV[2]); redis.call(ARGV[3], KEYS[2], ARGV[1]); return 1 else return 0 end"
 }
@@ -133,6 +139,111 @@ test('RSemaphore: a wait ends at its deadline; no waitTime is one attempt', asyn
   const took = Date.now() - t
   assert.ok(took >= 290 && took < 1000, `took ${took} ms`)
   assert.equal(await s.availablePermits(), 1)
+})
+
+test('RSemaphore: releaseIfExists gives permits back only to an existing count', async () => {
+  const name = fresh('sem-if-exists')
+  const s = make().getSemaphore(name)
+  assert.equal(await s.releaseIfExists(), false, 'no count: nothing released')
+  assert.equal(await redis.check.exists(name), 0, 'and no count made')
+  assert.equal(await s.trySetPermits(0), true)
+  assert.equal(await s.releaseIfExists(), true)
+  assert.equal(await s.releaseIfExists(2), true)
+  assert.equal(await s.availablePermits(), 3)
+  assert.equal(await s.releaseIfExists(0), false, '0 permits: false at once, as Java')
+  assert.equal(await s.availablePermits(), 3)
+  // A waiter of the same process is woken at once.
+  await s.drainPermits()
+  const t = Date.now()
+  const waiting = s.tryAcquire(2, 5000)
+  await sleep(100)
+  assert.equal(await s.releaseIfExists(2), true)
+  assert.equal(await waiting, true)
+  assert.ok(Date.now() - t < 800)
+})
+
+test('RSemaphore: trySetPermits with a time to live', async () => {
+  const name = fresh('sem-ttl')
+  const s = make().getSemaphore(name)
+  assert.equal(await s.trySetPermits(4, 300), true)
+  const pttl = await redis.check.pttl(name)
+  assert.ok(pttl > 0 && pttl <= 300, `pttl ${pttl}`)
+  assert.equal(await s.trySetPermits(9, 10, TimeUnit.SECONDS), false, 'already set')
+  assert.equal(await s.availablePermits(), 4)
+  await sleep(350)
+  assert.equal(await s.availablePermits(), 0, 'the count expired')
+  assert.equal(await s.trySetPermits(2, 1n, TimeUnit.MINUTES), true)
+  const later = await redis.check.pttl(name)
+  assert.ok(later > 55000 && later <= 60000, `pttl ${later}`)
+  // No ttl (undefined or null): no expiry.
+  const plain = fresh('sem-ttl')
+  assert.equal(await make().getSemaphore(plain).trySetPermits(1, null), true)
+  assert.equal(await redis.check.pttl(plain), -1)
+})
+
+test('RPermitExpirableSemaphore: getPermits, acquiredPermits, setPermits, getLeaseTime', async () => {
+  const s = make().getPermitExpirableSemaphore(fresh('pes-counts'))
+  assert.equal(await s.getPermits(), 0, 'none set')
+  assert.equal(await s.acquiredPermits(), 0)
+  assert.equal(await s.trySetPermits(3), true)
+  const forever = await s.acquire()
+  const leased = await s.acquire(10, TimeUnit.SECONDS)
+  assert.equal(await s.getPermits(), 3)
+  assert.equal(await s.acquiredPermits(), 2)
+  assert.equal(await s.availablePermits(), 1)
+  assert.equal(await s.getLeaseTime(forever), -1, 'no lease: -1')
+  const left = await s.getLeaseTime(leased)
+  assert.ok(left > 9000 && left <= 10000, `left ${left}`)
+  assert.equal(await s.getLeaseTime(leased.toUpperCase()) <= left, true, 'ids in either case')
+  // setPermits moves the free count by the difference, the held ones stay.
+  await s.setPermits(5)
+  assert.equal(await s.getPermits(), 5)
+  assert.equal(await s.availablePermits(), 3)
+  await s.setPermits(1)
+  assert.equal(await s.getPermits(), 1)
+  assert.equal(await s.availablePermits(), -1, 'more held than the new total: negative, as Java')
+  assert.equal(await s.tryAcquire(), null)
+  await s.release(forever)
+  await s.release(leased)
+  assert.equal(await s.availablePermits(), 1)
+  assert.equal(await s.acquiredPermits(), 0)
+  // Unknown, released: Redisson's message.
+  for (const id of [forever, crypto.randomBytes(16).toString('hex')]) {
+    await assert.rejects(s.getLeaseTime(id), (err) => {
+      assert.ok(err instanceof RS.RedissonLockError)
+      assert.match(err.message, new RegExp(`^Permit with id ${id} has already been released or doesn't exist\n`))
+      return true
+    })
+  }
+  // An unset semaphore: setPermits sets it.
+  const fresh2 = make().getPermitExpirableSemaphore(fresh('pes-counts'))
+  await fresh2.setPermits(2)
+  assert.equal(await fresh2.availablePermits(), 2)
+  await fresh2.setPermits(0)
+  assert.equal(await fresh2.getPermits(), 0)
+})
+
+test('RPermitExpirableSemaphore: the counts and getLeaseTime sweep expired permits', async () => {
+  const name = fresh('pes-sweep')
+  const s = make().getPermitExpirableSemaphore(name)
+  await s.trySetPermits(3)
+  const a = await s.acquire(100)
+  const b = await s.acquire(100)
+  const c = await s.acquire(100)
+  assert.equal(await s.acquiredPermits(), 3)
+  await sleep(150)
+  // Each look counts the expired permits back before it answers.
+  assert.equal(await s.acquiredPermits(), 0)
+  assert.equal(await redis.check.get(name), '3')
+  await s.acquire(100)
+  await sleep(150)
+  assert.equal(await s.getPermits(), 3)
+  assert.equal(await redis.check.zcard(`{${name}}:timeout`), 0)
+  const d = await s.acquire(100)
+  await sleep(150)
+  await assert.rejects(s.getLeaseTime(d), /has already been released or doesn't exist/)
+  assert.equal(await redis.check.get(name), '3', 'getLeaseTime counted it back')
+  for (const id of [a, b, c]) assert.equal(await s.tryRelease(id), false)
 })
 
 test('RPermitExpirableSemaphore: ids, release, tryRelease, updateLeaseTime', async () => {
@@ -260,6 +371,19 @@ test('bad arguments reject with TypeError or RangeError naming the argument', as
     [() => p.tryRelease(42), TypeError, /permitId/],
     [() => p.updateLeaseTime('00'.repeat(16), 0), RangeError, /leaseTime/],
     [() => p.addPermits(1e12), RangeError, /permits/],
+    [() => s.trySetPermits(1, 0), RangeError, /ttl/],
+    [() => s.trySetPermits(1, -5), RangeError, /ttl/],
+    [() => s.trySetPermits(1, 1.5), RangeError, /ttl/],
+    [() => s.trySetPermits(1, 'long'), TypeError, /ttl/],
+    [() => s.trySetPermits(1, 10, 'ms'), TypeError, /unit/],
+    [() => s.releaseIfExists(-1), RangeError, /permits/],
+    [() => s.releaseIfExists('2'), TypeError, /permits/],
+    [() => s.releaseIfExists(2 ** 31), RangeError, /permits/],
+    [() => p.setPermits(-1), RangeError, /permits/],
+    [() => p.setPermits(0.5), RangeError, /permits/],
+    [() => p.setPermits(undefined), TypeError, /permits/],
+    [() => p.getLeaseTime('nope'), RangeError, /permitId/],
+    [() => p.getLeaseTime(null), TypeError, /permitId/],
     [() => l.trySetCount(-1), RangeError, /count/],
     [() => l.trySetCount(0.5), RangeError, /count/],
     [() => l.await(-1), RangeError, /waitTime/],
@@ -280,7 +404,9 @@ test('a closed instance rejects like an RLock', async () => {
   const l = r.getCountDownLatch(fresh('closed'))
   await r.quit()
   for (const call of [() => s.trySetPermits(1), () => s.tryAcquire(), () => s.acquire(0), () => s.release(0),
-    () => p.tryAcquire(), () => p.availablePermits(), () => l.await(), () => l.countDown()]) {
+    () => p.tryAcquire(), () => p.availablePermits(), () => l.await(), () => l.countDown(),
+    () => s.releaseIfExists(), () => s.releaseIfExists(0), () => s.trySetPermits(1, 100),
+    () => p.getPermits(), () => p.acquiredPermits(), () => p.setPermits(1), () => p.getLeaseTime('00'.repeat(16))]) {
     await assert.rejects(call(), (err) => err instanceof RS.RedissonLockError && /closed by quit/.test(err.message))
   }
 })
@@ -390,6 +516,86 @@ test('layout: RPermitExpirableSemaphore as Java Redisson writes and reads it', a
   assert.deepEqual(await redis.check.script('EXISTS', ...used.map((k) => sha1(JAVA[k]))), used.map(() => 1))
   await ours.addPermits(2)
   assert.deepEqual(await redis.check.script('EXISTS', sha1(JAVA.PES_ADD_PERMITS)), [1])
+})
+
+test('layout: RSemaphore\'s releaseIfExists and trySetPermits with a time to live, as Java\'s', async () => {
+  const name = fresh('java-sem-more')
+  const channel = `redisson_sc:{${name}}`
+  const ours = make().getSemaphore(name)
+  const sub = await listen(channel)
+  await redis.check.script('FLUSH')
+  // Java's releaseIfExists on no count: nothing; ours the same.
+  assert.equal(await java('SEM_RELEASE_IF_EXISTS', [name, channel], [1, 'publish']), 0)
+  assert.equal(await ours.releaseIfExists(), false)
+  // Java's trySetPermits(2, 1 minute): ours sees the count and its TTL, and refuses to set it again.
+  assert.equal(await java('TRY_SET_PERMITS_TTL', [name, channel], [2, 'publish', 60000]), 1)
+  assert.equal(await ours.availablePermits(), 2)
+  assert.equal(await ours.trySetPermits(5, 1000), false)
+  assert.ok(await redis.check.pttl(name) > 55000)
+  // Ours releases if it exists (publishing the new count), then Java's does.
+  assert.equal(await ours.releaseIfExists(3), true)
+  assert.equal(await java('SEM_RELEASE_IF_EXISTS', [name, channel], [1, 'publish']), 1)
+  assert.equal(await redis.check.get(name), '6')
+  // Ours sets with a TTL; Java's sees it set.
+  await redis.check.del(name)
+  assert.equal(await ours.trySetPermits(7, 30, TimeUnit.SECONDS), true)
+  assert.equal(await java('TRY_SET_PERMITS_TTL', [name, channel], [1, 'publish', 1000]), 0)
+  const pttl = await redis.check.pttl(name)
+  assert.ok(pttl > 25000 && pttl <= 30000, `pttl ${pttl}`)
+  await until('the messages', () => sub.messages.length >= 4)
+  assert.deepEqual(sub.messages, ['2', '5', '6', '7'])
+  const used = ['SEM_RELEASE_IF_EXISTS', 'TRY_SET_PERMITS_TTL']
+  assert.deepEqual(await redis.check.script('EXISTS', ...used.map((k) => sha1(JAVA[k]))), used.map(() => 1))
+  await sub.close()
+})
+
+test('layout: RPermitExpirableSemaphore\'s counts, setPermits and getLeaseTime, as Java\'s', async () => {
+  const name = fresh('java-pes-more')
+  const channel = `redisson_sc:{${name}}`
+  const timeout = `{${name}}:timeout`
+  const ours = make().getPermitExpirableSemaphore(name)
+  await redis.check.script('FLUSH')
+  assert.equal(await ours.trySetPermits(4), true)
+  // Java takes one with a 60 s lease and one without; ours takes one with 30 s.
+  const javaLeased = crypto.randomBytes(16)
+  const javaForever = crypto.randomBytes(16)
+  let now = Date.now()
+  assert.equal(await java('PES_TRY_ACQUIRE', [name, timeout, channel], [1, now + 60000, now, NON_EXPIRABLE, 'publish', javaLeased]), 'OK')
+  assert.equal(await java('PES_TRY_ACQUIRE', [name, timeout, channel], [1, NON_EXPIRABLE, now, NON_EXPIRABLE, 'publish', javaForever]), 'OK')
+  const leased = await ours.acquire(30, TimeUnit.SECONDS)
+  // The counts, either side.
+  assert.equal(await ours.getPermits(), 4)
+  assert.equal(await ours.acquiredPermits(), 3)
+  now = Date.now()
+  assert.equal(await java('PES_GET_PERMITS', [name, timeout, channel], [now, 'publish']), 4)
+  assert.equal(await java('PES_ACQUIRED_PERMITS', [name, timeout, channel], [now, 'publish']), 3)
+  // Lease times: ours reads Java's permits, Java's script reads ours.
+  const left = await ours.getLeaseTime(javaLeased.toString('hex'))
+  assert.ok(left > 55000 && left <= 60000, `left ${left}`)
+  assert.equal(await ours.getLeaseTime(javaForever.toString('hex')), -1)
+  now = Date.now()
+  const javaLeft = await java('PES_GET_LEASE_TIME', [name, timeout, channel], [Buffer.from(leased, 'hex'), NON_EXPIRABLE, now, 'publish'])
+  assert.ok(javaLeft > 25000 && javaLeft <= 30000, `java's ${javaLeft}`)
+  assert.equal(await java('PES_GET_LEASE_TIME', [name, timeout, channel], [crypto.randomBytes(16), NON_EXPIRABLE, now, 'publish']), 0, 'Java\'s "doesn\'t exist"')
+  // setPermits: ours to 6 (announcing 6), Java's to 2; each sees the other's.
+  const sub = await listen(channel)
+  await ours.setPermits(6)
+  assert.equal(await redis.check.get(name), '3')
+  await ours.setPermits(6)
+  await java('PES_SET_PERMITS', [name, channel, timeout], [2, 'publish'])
+  assert.equal(await ours.getPermits(), 2)
+  assert.equal(await ours.availablePermits(), -1)
+  await until('the messages', () => sub.messages.length >= 2)
+  assert.deepEqual(sub.messages, ['6', '2'], 'no message when the total does not change')
+  // An expired permit of Java's is swept by our counts, as by Java's.
+  await java('PES_UPDATE_LEASE', [name, timeout, channel], [javaLeased, Date.now() + 100, Date.now(), 'publish'])
+  await sleep(150)
+  assert.equal(await ours.acquiredPermits(), 2)
+  assert.equal(await redis.check.get(name), '0')
+  await assert.rejects(ours.getLeaseTime(javaLeased.toString('hex')), RS.RedissonLockError)
+  const used = ['PES_GET_PERMITS', 'PES_ACQUIRED_PERMITS', 'PES_SET_PERMITS', 'PES_GET_LEASE_TIME']
+  assert.deepEqual(await redis.check.script('EXISTS', ...used.map((k) => sha1(JAVA[k]))), used.map(() => 1))
+  await sub.close()
 })
 
 test('layout: RCountDownLatch as Java Redisson writes and reads it', async () => {

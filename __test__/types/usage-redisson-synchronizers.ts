@@ -20,6 +20,10 @@ async function use (): Promise<void> {
   const free: number = await sem.availablePermits()
   await sem.addPermits(-1)
   const drained: number = await sem.drainPermits()
+  const setForAWhile: boolean = await sem.trySetPermits(3, 10, TimeUnit.MINUTES)
+  const setForMs: boolean = await sem.trySetPermits(3, 500n)
+  const releasedIfThere: boolean = await sem.releaseIfExists()
+  const releasedTwo: boolean = await sem.releaseIfExists(2)
   const name: string = sem.name
 
   const pes: RPermitExpirableSemaphore = redisson.getPermitExpirableSemaphore('pes')
@@ -35,6 +39,10 @@ async function use (): Promise<void> {
   const updated: boolean = await pes.updateLeaseTime(leased, 5, TimeUnit.MINUTES)
   const left: number = await pes.availablePermits()
   await pes.addPermits(1)
+  const total: number = await pes.getPermits()
+  const held: number = await pes.acquiredPermits()
+  await pes.setPermits(5)
+  const leaseLeft: number = await pes.getLeaseTime(leased)
 
   const latch: RCountDownLatch = redisson.getCountDownLatch('latch')
   const counted: boolean = await latch.trySetCount(2)
@@ -55,6 +63,15 @@ async function use (): Promise<void> {
   await pes.updateLeaseTime(id)
   // @ts-expect-error the unit is a TimeUnit
   await latch.await(5, 'seconds')
-  void [set, one, two, three, free, drained, name, maybe, waited, withUnit, noLease, released, updated, left, counted, count, open, inTime, nothing, sure]
+  // @ts-expect-error a time to live's unit is a TimeUnit
+  await sem.trySetPermits(3, 5, 'seconds')
+  // @ts-expect-error releaseIfExists answers a boolean
+  const noCount: number = await sem.releaseIfExists()
+  // @ts-expect-error getLeaseTime needs a permit id
+  await pes.getLeaseTime()
+  // @ts-expect-error setPermits needs a count
+  await pes.setPermits()
+  void [set, one, two, three, free, drained, name, maybe, waited, withUnit, noLease, released, updated, left, counted, count, open, inTime, nothing, sure,
+    setForAWhile, setForMs, releasedIfThere, releasedTwo, total, held, leaseLeft, noCount]
 }
 void use

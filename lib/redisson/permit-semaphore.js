@@ -41,12 +41,20 @@ function settleId (obj, id, outcome, err, resolve, reject) {
   resolve(outcome === NO ? null : id)
 }
 
+function unknownPermit (obj, id) {
+  return new RedissonLockError(`Permit with id ${id} has already been released or doesn't exist`, obj._name, obj._redisson._id, '')
+}
+
 function settleRelease (obj, id, outcome, err, resolve, reject) {
   if (err) return reject(obj._wrap(err))
-  if (outcome === NO) {
-    return reject(new RedissonLockError(`Permit with id ${id} has already been released or doesn't exist`, obj._name, obj._redisson._id, ''))
-  }
+  if (outcome === NO) return reject(unknownPermit(obj, id))
   resolve()
+}
+
+function settleLease (obj, id, outcome, err, resolve, reject, value) {
+  if (err) return reject(obj._wrap(err))
+  if (outcome === NO || typeof value !== 'number') return reject(unknownPermit(obj, id))
+  resolve(value)
 }
 
 class RPermitExpirableSemaphore extends SyncObject {
@@ -123,6 +131,36 @@ class RPermitExpirableSemaphore extends SyncObject {
   /** The permits free now (expired ones counted back first). */
   availablePermits () {
     return this._run(settleNumber, null, SyncOp.PesAvailablePermits, '', {})
+  }
+
+  /** All the permits: free plus held (expired ones counted back first; none set: 0). */
+  getPermits () {
+    return this._run(settleNumber, null, SyncOp.PesGetPermits, '', {})
+  }
+
+  /** The permits held now (expired ones counted back first). */
+  acquiredPermits () {
+    return this._run(settleNumber, null, SyncOp.PesAcquiredPermits, '', {})
+  }
+
+  /**
+   * Sets the number of all the permits (free plus held) to `permits`: the
+   * free count moves by the difference, and a change is announced.
+   */
+  setPermits (permits) {
+    return guarded(() => this._run(settleVoid, null, SyncOp.PesSetPermits, '', { permits: permitsOf(permits) }))
+  }
+
+  /**
+   * The ms left of permit `permitId`'s lease (-1: no lease); rejects
+   * (`RedissonLockError`) when it was released already, expired or never
+   * existed.
+   */
+  getLeaseTime (permitId) {
+    return guarded(() => {
+      const id = checkId(permitId)
+      return this._run(settleLease, permitId, SyncOp.PesGetLeaseTime, id, {})
+    })
   }
 
   /** Adds `permits` to the free count (negative: removes them). */

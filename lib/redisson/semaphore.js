@@ -23,9 +23,18 @@ class RSemaphore extends SyncObject {
     this._checkSlots('getSemaphore', [this._channel])
   }
 
-  /** Sets the number of permits if none is set yet; `true` when set. */
-  trySetPermits (permits) {
-    return guarded(() => this._run(settleBool, null, SyncOp.SemTrySetPermits, '', { permits: permitsOf(permits) }))
+  /**
+   * Sets the number of permits if none is set yet; `true` when set. With
+   * `ttl` (in `unit`, at least 1 ms) the count expires after it (Java's
+   * `trySetPermits(permits, timeToLive)`).
+   */
+  trySetPermits (permits, ttl, unit = TimeUnit.MILLISECONDS) {
+    return guarded(() => {
+      const n = permitsOf(permits)
+      checkUnit(unit)
+      const time = ttl === undefined || ttl === null ? 0 : millis(ttl, unit, 'ttl', 1)
+      return this._run(settleBool, null, SyncOp.SemTrySetPermits, '', { permits: n, time })
+    })
   }
 
   /** Takes `permits`, waiting as long as it takes. */
@@ -57,6 +66,18 @@ class RSemaphore extends SyncObject {
       const n = permitsOf(permits)
       if (n === 0) return this._closedOr(undefined)
       return this._run(settleVoid, null, SyncOp.SemRelease, '', { permits: n })
+    })
+  }
+
+  /**
+   * Gives `permits` back only if the count exists (Java's
+   * `releaseIfExists`); `true` when given back. 0 permits: `false`, as Java.
+   */
+  releaseIfExists (permits = 1) {
+    return guarded(() => {
+      const n = permitsOf(permits)
+      if (n === 0) return this._closedOr(false)
+      return this._run(settleBool, null, SyncOp.SemReleaseIfExists, '', { permits: n })
     })
   }
 

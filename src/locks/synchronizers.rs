@@ -69,6 +69,16 @@ pub const SEM_RELEASE: &str = concat!(
     "redis.call(ARGV[2], KEYS[2], value); ",
 );
 
+/// RedissonSemaphore.java (line 485): `releaseIfExists`.
+pub const SEM_RELEASE_IF_EXISTS: &str = concat!(
+    "if redis.call('exists', KEYS[1]) == 0 then ",
+    "return 0 ",
+    "end ",
+    "local value = redis.call('incrby', KEYS[1], ARGV[1]) ",
+    "redis.call(ARGV[2], KEYS[2], value) ",
+    "return 1 ",
+);
+
 /// RedissonSemaphore.java (line 509).
 pub const SEM_DRAIN: &str = concat!(
     "local value = redis.call('get', KEYS[1]); ",
@@ -84,6 +94,17 @@ pub const TRY_SET_PERMITS: &str = concat!(
     "local value = redis.call('get', KEYS[1]); ",
     "if (value == false) then ",
     "redis.call('set', KEYS[1], ARGV[1]); ",
+    "redis.call(ARGV[2], KEYS[2], ARGV[1]); ",
+    "return 1;",
+    "end;",
+    "return 0;",
+);
+
+/// RedissonSemaphore.java (line 566): `trySetPermits(permits, timeToLive)`.
+pub const TRY_SET_PERMITS_TTL: &str = concat!(
+    "local value = redis.call('get', KEYS[1]); ",
+    "if (value == false) then ",
+    "redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[3]); ",
     "redis.call(ARGV[2], KEYS[2], ARGV[1]); ",
     "return 1;",
     "end;",
@@ -159,6 +180,59 @@ pub const PES_AVAILABLE: &str = concat!(
     "return ret == false and 0 or ret;",
 );
 
+/// RedissonPermitExpirableSemaphore.java (line 774): `getPermits`.
+pub const PES_GET_PERMITS: &str = concat!(
+    "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[1], 'limit', 0, -1); ",
+    "if #expiredIds > 0 then ",
+    "redis.call('zrem', KEYS[2], unpack(expiredIds)); ",
+    "local value = redis.call('incrby', KEYS[1], #expiredIds); ",
+    "if tonumber(value) > 0 then ",
+    "redis.call(ARGV[2], KEYS[3], value); ",
+    "end;",
+    "end; ",
+    "local available = redis.call('get', KEYS[1]); ",
+    "if available == false then ",
+    "return 0 ",
+    "end;",
+    "local acquired = redis.call('zcount', KEYS[2], 0, '+inf'); ",
+    "if acquired == false then ",
+    "return tonumber(available) ",
+    "end;",
+    "return tonumber(available) + acquired;",
+);
+
+/// RedissonPermitExpirableSemaphore.java (line 798): `acquiredPermits`.
+pub const PES_ACQUIRED_PERMITS: &str = concat!(
+    "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[1], 'limit', 0, -1); ",
+    "if #expiredIds > 0 then ",
+    "redis.call('zrem', KEYS[2], unpack(expiredIds)); ",
+    "local value = redis.call('incrby', KEYS[1], #expiredIds); ",
+    "if tonumber(value) > 0 then ",
+    "redis.call(ARGV[2], KEYS[3], value); ",
+    "end;",
+    "end; ",
+    "local acquired = redis.call('zcount', KEYS[2], 0, '+inf'); ",
+    "return acquired == false and 0 or acquired;",
+);
+
+/// RedissonPermitExpirableSemaphore.java (line 825): `setPermits`. Note
+/// the keys' order: name, channel, timeout set.
+pub const PES_SET_PERMITS: &str = concat!(
+    "local available = redis.call('get', KEYS[1]); ",
+    "if (available == false) then ",
+    "redis.call('set', KEYS[1], ARGV[1]); ",
+    "redis.call(ARGV[2], KEYS[2], ARGV[1]); ",
+    "return;",
+    "end;",
+    "local acquired = redis.call('zcount', KEYS[3], 0, '+inf'); ",
+    "local maximum = (acquired == false and 0 or acquired) + tonumber(available); ",
+    "if (maximum == tonumber(ARGV[1])) then ",
+    "return;",
+    "end;",
+    "redis.call('incrby', KEYS[1], tonumber(ARGV[1]) - maximum); ",
+    "redis.call(ARGV[2], KEYS[2], ARGV[1]);",
+);
+
 /// RedissonPermitExpirableSemaphore.java (line 864).
 pub const PES_ADD_PERMITS: &str = concat!(
     "local value = redis.call('get', KEYS[1]); ",
@@ -189,6 +263,23 @@ pub const PES_UPDATE_LEASE: &str = concat!(
     "return 0;",
 );
 
+/// RedissonPermitExpirableSemaphore.java (line 908): `getLeaseTime`.
+pub const PES_GET_LEASE_TIME: &str = concat!(
+    "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, -1); ",
+    "if #expiredIds > 0 then ",
+    "redis.call('zrem', KEYS[2], unpack(expiredIds)); ",
+    "local value = redis.call('incrby', KEYS[1], #expiredIds); ",
+    "if tonumber(value) > 0 then ",
+    "redis.call(ARGV[4], KEYS[3], value); ",
+    "end;",
+    "end; ",
+    "local value = redis.call('zscore', KEYS[2], ARGV[1]); ",
+    "if (value ~= false) then ",
+    "return tonumber(value) == tonumber(ARGV[2]) and -1 or tonumber(value) - tonumber(ARGV[3]);",
+    "end;",
+    "return 0;",
+);
+
 /// RedissonCountDownLatch.java (line 255).
 pub const LATCH_COUNT_DOWN: &str = concat!(
     "local v = redis.call('decr', KEYS[1]);",
@@ -210,14 +301,20 @@ pub const LATCH_TRY_SET_COUNT: &str = concat!(
 struct Scripts {
     sem_try_acquire: Lua,
     sem_release: Lua,
+    sem_release_if_exists: Lua,
     sem_drain: Lua,
     try_set_permits: Lua,
+    try_set_permits_ttl: Lua,
     sem_add_permits: Lua,
     pes_try_acquire: Lua,
     pes_try_release: Lua,
     pes_available: Lua,
+    pes_get_permits: Lua,
+    pes_acquired_permits: Lua,
+    pes_set_permits: Lua,
     pes_add_permits: Lua,
     pes_update_lease: Lua,
+    pes_get_lease_time: Lua,
     latch_count_down: Lua,
     latch_try_set_count: Lua,
 }
@@ -227,14 +324,20 @@ fn scripts() -> &'static Scripts {
     S.get_or_init(|| Scripts {
         sem_try_acquire: Lua::new(SEM_TRY_ACQUIRE),
         sem_release: Lua::new(SEM_RELEASE),
+        sem_release_if_exists: Lua::new(SEM_RELEASE_IF_EXISTS),
         sem_drain: Lua::new(SEM_DRAIN),
         try_set_permits: Lua::new(TRY_SET_PERMITS),
+        try_set_permits_ttl: Lua::new(TRY_SET_PERMITS_TTL),
         sem_add_permits: Lua::new(SEM_ADD_PERMITS),
         pes_try_acquire: Lua::new(PES_TRY_ACQUIRE),
         pes_try_release: Lua::new(PES_TRY_RELEASE),
         pes_available: Lua::new(PES_AVAILABLE),
+        pes_get_permits: Lua::new(PES_GET_PERMITS),
+        pes_acquired_permits: Lua::new(PES_ACQUIRED_PERMITS),
+        pes_set_permits: Lua::new(PES_SET_PERMITS),
         pes_add_permits: Lua::new(PES_ADD_PERMITS),
         pes_update_lease: Lua::new(PES_UPDATE_LEASE),
+        pes_get_lease_time: Lua::new(PES_GET_LEASE_TIME),
         latch_count_down: Lua::new(LATCH_COUNT_DOWN),
         latch_try_set_count: Lua::new(LATCH_TRY_SET_COUNT),
     })
@@ -305,21 +408,43 @@ pub async fn get_count<C: ConnectionLike>(conn: &mut C, name: &str) -> Result<i6
 
 /// `trySetPermits` (RSemaphore's and RPermitExpirableSemaphore's script is
 /// the same): sets the count if there is none, and announces it. `true`
-/// when set.
+/// when set. With `ttl` (RSemaphore's `trySetPermits(permits,
+/// timeToLive)`, at least 1 ms) Java's other script sets the count with
+/// `PX`.
 pub async fn try_set_permits<C: ConnectionLike>(
     conn: &mut C,
     name: &str,
     channel: &str,
     permits: i64,
+    ttl: Option<Duration>,
 ) -> Result<bool> {
     let p = permits.to_string();
-    let v = once(
-        conn,
-        &scripts().try_set_permits,
-        &[name, channel],
-        &[p.as_bytes(), PUBLISH.as_bytes()],
-    )
-    .await?;
+    let v = match ttl {
+        None => {
+            once(
+                conn,
+                &scripts().try_set_permits,
+                &[name, channel],
+                &[p.as_bytes(), PUBLISH.as_bytes()],
+            )
+            .await?
+        }
+        Some(ttl) => {
+            if ttl.as_millis() == 0 {
+                return Err(Error::InvalidArgument(
+                    "Invalid ttl 0: expected a positive integer number of milliseconds".into(),
+                ));
+            }
+            let ms = ttl.as_millis().to_string();
+            once(
+                conn,
+                &scripts().try_set_permits_ttl,
+                &[name, channel],
+                &[p.as_bytes(), PUBLISH.as_bytes(), ms.as_bytes()],
+            )
+            .await?
+        }
+    };
     Ok(number(&v, "trySetPermits")? == 1)
 }
 
@@ -350,6 +475,25 @@ pub async fn release<C: ConnectionLike>(
     )
     .await?;
     Ok(())
+}
+
+/// RSemaphore's `releaseIfExists(permits)`: adds them and publishes the new
+/// count only if the count exists. `true` when released.
+pub async fn release_if_exists<C: ConnectionLike>(
+    conn: &mut C,
+    name: &str,
+    channel: &str,
+    permits: i64,
+) -> Result<bool> {
+    let p = permits.to_string();
+    let v = once(
+        conn,
+        &scripts().sem_release_if_exists,
+        &[name, channel],
+        &[p.as_bytes(), PUBLISH.as_bytes()],
+    )
+    .await?;
+    Ok(number(&v, "releaseIfExists")? == 1)
 }
 
 /// RSemaphore's `addPermits(permits)` (may be negative): sets the count to
@@ -485,6 +629,85 @@ pub async fn available_permits<C: ConnectionLike>(
     )
     .await?;
     number(&v, "availablePermits")
+}
+
+/// RPermitExpirableSemaphore's `getPermits` at wall time `now`: free plus
+/// held (expired permits are counted back first; no count: 0).
+pub async fn get_permits<C: ConnectionLike>(
+    conn: &mut C,
+    names: Names<'_>,
+    now: i64,
+) -> Result<i64> {
+    let now = now.to_string();
+    let v = eval_retrying(
+        conn,
+        &scripts().pes_get_permits,
+        &[names.name, names.timeout, names.channel],
+        &[now.as_bytes(), PUBLISH.as_bytes()],
+    )
+    .await?;
+    number(&v, "getPermits")
+}
+
+/// RPermitExpirableSemaphore's `acquiredPermits` at wall time `now`: the
+/// permits held (expired permits are counted back first).
+pub async fn acquired_permits<C: ConnectionLike>(
+    conn: &mut C,
+    names: Names<'_>,
+    now: i64,
+) -> Result<i64> {
+    let now = now.to_string();
+    let v = eval_retrying(
+        conn,
+        &scripts().pes_acquired_permits,
+        &[names.name, names.timeout, names.channel],
+        &[now.as_bytes(), PUBLISH.as_bytes()],
+    )
+    .await?;
+    number(&v, "acquiredPermits")
+}
+
+/// RPermitExpirableSemaphore's `setPermits(permits)`: the total (free plus
+/// held) becomes `permits`, the free count moving by the difference; a
+/// change is announced. Sent again once on a broken connection (running
+/// it twice changes nothing more).
+pub async fn set_permits<C: ConnectionLike>(
+    conn: &mut C,
+    names: Names<'_>,
+    permits: i64,
+) -> Result<()> {
+    let p = permits.to_string();
+    eval_retrying(
+        conn,
+        &scripts().pes_set_permits,
+        &[names.name, names.channel, names.timeout],
+        &[p.as_bytes(), PUBLISH.as_bytes()],
+    )
+    .await?;
+    Ok(())
+}
+
+/// RPermitExpirableSemaphore's `getLeaseTime(id)` at wall time `now`: the
+/// ms left of permit `id`'s lease (-1: no lease), or `None` when it is not
+/// held (released, expired, never taken).
+pub async fn lease_time<C: ConnectionLike>(
+    conn: &mut C,
+    names: Names<'_>,
+    id: &[u8],
+    now: i64,
+) -> Result<Option<i64>> {
+    let (never, now) = (NON_EXPIRABLE.to_string(), now.to_string());
+    let v = eval_retrying(
+        conn,
+        &scripts().pes_get_lease_time,
+        &[names.name, names.timeout, names.channel],
+        &[id, never.as_bytes(), now.as_bytes(), PUBLISH.as_bytes()],
+    )
+    .await?;
+    Ok(match number(&v, "getLeaseTime")? {
+        0 => None,
+        ms => Some(ms),
+    })
 }
 
 /// RPermitExpirableSemaphore's `addPermits(permits)` (may be negative;
@@ -780,14 +1003,32 @@ mod tests {
         let want = [
             (SEM_TRY_ACQUIRE, "c7dc9d189c1715465a31a06ddbc008585e0c20be"),
             (SEM_RELEASE, "ae27582488dd01f4e238cc0733a12146d410eb44"),
+            (
+                SEM_RELEASE_IF_EXISTS,
+                "6883802454c09d455e3234c8b01549adf1fb8b4c",
+            ),
             (SEM_DRAIN, "c87766d572855e9461c4ecd453db5d1cbab6119e"),
+            (
+                TRY_SET_PERMITS_TTL,
+                "38bf99884eb94708a40a9aabacb15b4c5f16e804",
+            ),
             (TRY_SET_PERMITS, "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c"),
             (SEM_ADD_PERMITS, "98238d408c6755085344670d3a2ddaa55cf177a9"),
             (PES_TRY_ACQUIRE, "992c96b09a3d8ea0b37f5dc12e5347a44d93909d"),
             (PES_TRY_RELEASE, "4ce079451bee2993ce00c8a4e205b536c6ccad67"),
             (PES_AVAILABLE, "26b3972b2c9e617556282f404cb79709d746a713"),
+            (PES_GET_PERMITS, "e242db5c1c68811b0d26a41937dcf22415b6d872"),
+            (
+                PES_ACQUIRED_PERMITS,
+                "6f0b0be79a0c146c778cb14f40c10eb5b706e574",
+            ),
+            (PES_SET_PERMITS, "494d8561fee0cdb033f6c28d74c052c52189a578"),
             (PES_ADD_PERMITS, "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0"),
             (PES_UPDATE_LEASE, "2298b02cc67a89f2a638e47503db3675c73d77f5"),
+            (
+                PES_GET_LEASE_TIME,
+                "8be95cb5221cc7ee883cacb8859a8b32ef501a0e",
+            ),
             (LATCH_COUNT_DOWN, "38060fab26b0e7c5982a5cfd7ad542e44d3da19b"),
             (
                 LATCH_TRY_SET_COUNT,

@@ -34,7 +34,8 @@ pub(crate) struct Request {
     count: i64,
     /// A permit id's 16 bytes (permit operations).
     id: Vec<u8>,
-    /// A permit's lease (`Time`, ms; 0: none).
+    /// `Time` (ms; 0: none): a permit's lease, or the count's time to live
+    /// (`SemTrySetPermits`).
     lease: Option<Duration>,
     wait: Wait,
 }
@@ -59,8 +60,8 @@ impl Request {
     /// From JavaScript's arguments: the object's `name`, its `channel`, the
     /// permit semaphore's `timeout` set (else empty), `arg` a permit id (32
     /// hex digits; else empty); the numbers (by [`Slot`]): `Permits` the
-    /// permits or count, `Time` a permit's lease in ms (0: none), `WaitMs`
-    /// (0: one attempt, -1: forever).
+    /// permits or count, `Time` a permit's lease or the count's time to
+    /// live in ms (0: none), `WaitMs` (0: one attempt, -1: forever).
     pub(crate) fn parse(
         op: SyncOp,
         name: String,
@@ -72,15 +73,22 @@ impl Request {
         check_not_empty("name", &name)?;
         let n = nums.get(Slot::Permits);
         let count = match op {
-            SyncOp::SemTrySetPermits | SyncOp::PesTrySetPermits => count(n, 0, INT_MAX, "permits")?,
-            SyncOp::SemAcquire | SyncOp::SemRelease => count(n, 1, INT_MAX, "permits")?,
+            SyncOp::SemTrySetPermits | SyncOp::PesTrySetPermits | SyncOp::PesSetPermits => {
+                count(n, 0, INT_MAX, "permits")?
+            }
+            SyncOp::SemAcquire | SyncOp::SemRelease | SyncOp::SemReleaseIfExists => {
+                count(n, 1, INT_MAX, "permits")?
+            }
             SyncOp::SemAddPermits | SyncOp::PesAddPermits => count(n, INT_MIN, INT_MAX, "permits")?,
             SyncOp::LatchTrySetCount => count(n, 0, SAFE_MAX, "count")?,
             _ => 0,
         };
         let permit_op = matches!(
             op,
-            SyncOp::PesAcquire | SyncOp::PesTryRelease | SyncOp::PesUpdateLease
+            SyncOp::PesAcquire
+                | SyncOp::PesTryRelease
+                | SyncOp::PesUpdateLease
+                | SyncOp::PesGetLeaseTime
         );
         let id = match permit_op {
             true => sync::permit_id(arg)?,
@@ -91,17 +99,20 @@ impl Request {
                 "a permit-expirable semaphore needs its timeout set's name".into(),
             ));
         }
+        let what = match op {
+            SyncOp::SemTrySetPermits => "ttl",
+            _ => "leaseTime",
+        };
         let lease = match nums.get(Slot::Time) {
             0.0 if op == SyncOp::PesUpdateLease => {
-                return Err(Error::InvalidArgument(
-                    "Invalid leaseTime 0: expected a positive integer number of milliseconds"
-                        .into(),
-                ))
+                return Err(Error::InvalidArgument(format!(
+                    "Invalid {what} 0: expected a positive integer number of milliseconds"
+                )))
             }
             0.0 => None,
             t => Some(Duration::from_millis(positive_int(t).ok_or_else(|| {
                 Error::InvalidArgument(format!(
-                    "Invalid leaseTime {t}: expected a positive integer number of milliseconds"
+                    "Invalid {what} {t}: expected a positive integer number of milliseconds"
                 ))
             })?)),
         };
@@ -146,6 +157,10 @@ impl SyncOp {
                 | SyncOp::PesUpdateLease
                 | SyncOp::PesAvailablePermits
                 | SyncOp::PesAddPermits
+                | SyncOp::PesGetPermits
+                | SyncOp::PesAcquiredPermits
+                | SyncOp::PesSetPermits
+                | SyncOp::PesGetLeaseTime
         )
     }
 }
@@ -190,7 +205,12 @@ async fn run<C: ConnectionLike>(
     let number = |n: i64| Reply::With(Value::Count(n));
     Ok(match req.op {
         SyncOp::SemTrySetPermits | SyncOp::PesTrySetPermits => {
-            let set = sync::try_set_permits(conn, name, channel, req.count).await?;
+            // Only RSemaphore's has a time to live (JavaScript sends none for the other).
+            let ttl = match req.op {
+                SyncOp::SemTrySetPermits => req.lease,
+                _ => None,
+            };
+            let set = sync::try_set_permits(conn, name, channel, req.count, ttl).await?;
             if set {
                 released();
             }
@@ -205,6 +225,13 @@ async fn run<C: ConnectionLike>(
             sync::release(conn, name, channel, req.count).await?;
             released();
             Reply::Yes
+        }
+        SyncOp::SemReleaseIfExists => {
+            let done = sync::release_if_exists(conn, name, channel, req.count).await?;
+            if done {
+                released();
+            }
+            Reply::from(done)
         }
         SyncOp::SemAvailablePermits => number(sync::get_count(conn, name).await?),
         SyncOp::SemAddPermits => {
@@ -235,6 +262,18 @@ async fn run<C: ConnectionLike>(
         SyncOp::PesAvailablePermits => {
             number(sync::available_permits(conn, names, wall_ms()).await?)
         }
+        SyncOp::PesGetPermits => number(sync::get_permits(conn, names, wall_ms()).await?),
+        SyncOp::PesAcquiredPermits => number(sync::acquired_permits(conn, names, wall_ms()).await?),
+        SyncOp::PesSetPermits => {
+            sync::set_permits(conn, names, req.count).await?;
+            // Announced when it changed; at worst one extra attempt here.
+            released();
+            Reply::Yes
+        }
+        SyncOp::PesGetLeaseTime => match sync::lease_time(conn, names, &req.id, wall_ms()).await? {
+            Some(ms) => number(ms),
+            None => Reply::No,
+        },
         SyncOp::PesAddPermits => {
             sync::add_expirable_permits(conn, name, channel, req.count).await?;
             if req.count > 0 {

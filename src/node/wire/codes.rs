@@ -32,6 +32,7 @@ pub enum RedissonOp {
 #[napi]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncOp {
+    /// `trySetPermits` (`Time`: RSemaphore's time to live, ms; 0: none).
     SemTrySetPermits = 0,
     /// `tryAcquire`/`acquire` (`WaitMs`).
     SemAcquire = 1,
@@ -51,6 +52,15 @@ pub enum SyncOp {
     LatchGetCount = 14,
     /// `await` (`WaitMs`).
     LatchAwait = 15,
+    /// `releaseIfExists` (answers whether the count existed).
+    SemReleaseIfExists = 16,
+    /// `getPermits`: free plus held.
+    PesGetPermits = 17,
+    PesAcquiredPermits = 18,
+    /// `setPermits`: the total.
+    PesSetPermits = 19,
+    /// `getLeaseTime` of the permit id given (`No`: not held).
+    PesGetLeaseTime = 20,
 }
 
 /// The option bits of a token lock's or Redlock's operation
