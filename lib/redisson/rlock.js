@@ -25,9 +25,6 @@ const RELEASED = Outcome.Value
 const YES = Outcome.Yes
 const NO = Outcome.No
 
-// The numbers of an operation that takes none.
-const NONE = Object.freeze({})
-
 // Hidden per-lock state (lib/common/lock-base.js; the current or last hold
 // is kHold). Public, as in node-redisson, stays `_clientId`. The Redisson
 // instance, the lock's name, the lease of the next watchdog-less unlock.
@@ -38,6 +35,10 @@ const kLeaseMs = Symbol('redislock-rs.leaseMs')
 const kLockKey = Symbol('redislock-rs.lockKey')
 const kChannel = Symbol('redislock-rs.channel')
 const kField = Symbol('redislock-rs.field')
+// Unlock latches' names (each unlock adds `:<uuid>`).
+const kLatch = Symbol('redislock-rs.latch')
+// The numbers of an operation that takes none but the flavour.
+const kBare = Symbol('redislock-rs.bare')
 // This owner's entry in `watched`.
 const kWatchKey = Symbol('redislock-rs.watchKey')
 // Which hash lock (Flavor).
@@ -53,6 +54,16 @@ const Flavor = Object.freeze({ PLAIN: 0, READ: 1, WRITE: 2, FAIR: 3 })
 const CHANNELS = ['redisson_lock__channel', 'redisson_rwlock', 'redisson_rwlock', 'redisson_lock__channel']
 const KINDS = ['rlock', 'read-lock', 'write-lock', 'fair-lock']
 const GETTERS = ['getLock', 'getReadWriteLock', 'getReadWriteLock', 'getFairLock']
+
+/**
+ * The name `what:{name}` beside a lock of `flavor`: node-redisson prefixes
+ * its names as ioredis's keyPrefix does; the locks beyond it treat the
+ * prefixed name as Java's raw name, so that every name derived from it
+ * shares its hash slot.
+ */
+function besideName (flavor, prefix, what, name) {
+  return flavor === Flavor.PLAIN ? prefix + nodePrefixName(what, name) : prefixName(what, prefix + name)
+}
 
 /** The lease for an attempt: `null` for the watchdog, else ms. */
 function leaseOf (leaseTime, unit) {
@@ -150,12 +161,9 @@ class RLock extends LockBase {
     const prefix = redisson._target.prefix
     this[kFlavor] = flavor
     this[kLockKey] = prefix + name
-    // node-redisson prefixes its names as ioredis's keyPrefix does; the
-    // locks beyond it treat the prefixed name as Java's raw name, so that
-    // every name derived from it shares its hash slot.
-    this[kChannel] = flavor === Flavor.PLAIN
-      ? prefix + nodePrefixName(CHANNELS[flavor], name)
-      : prefixName(CHANNELS[flavor], prefix + name)
+    this[kChannel] = besideName(flavor, prefix, CHANNELS[flavor], name)
+    this[kLatch] = besideName(flavor, prefix, 'redisson_unlock_latch', name)
+    this[kBare] = Object.freeze({ flavor })
     this[kField] = `${redisson._id}:${this._clientId}`
     this[kWatchKey] = `${redisson._target.endpoint}\n${this[kLockKey]}\n${this[kField]}\n${flavor}`
     if (redisson._target.cluster && keySlot(this[kLockKey]) !== keySlot(this[kChannel])) {
@@ -232,21 +240,17 @@ class RLock extends LockBase {
 
   /** A fresh unlock latch's name (node-redisson's, in the lock's slot). */
   _latch () {
-    const prefix = this[kRedisson]._target.prefix
-    const latch = this[kFlavor] === Flavor.PLAIN
-      ? prefix + nodePrefixName('redisson_unlock_latch', this[kName])
-      : prefixName('redisson_unlock_latch', prefix + this[kName])
-    return `${latch}:${randomUUID()}`
+    return `${this[kLatch]}:${randomUUID()}`
   }
 
   /** Deletes the lock whoever holds it; `true` when there was one. */
   forceUnlock () {
-    return this._run(settleForce, null, FORCE_UNLOCK, '', this[kFlavor] === Flavor.PLAIN ? NONE : { flavor: this[kFlavor] })
+    return this._run(settleForce, null, FORCE_UNLOCK, '', this[kBare])
   }
 
   /** Whether anyone holds the lock. */
   isLocked () {
-    return this._run(settleBool, null, IS_LOCKED, '', this[kFlavor] === Flavor.PLAIN ? NONE : { flavor: this[kFlavor] })
+    return this._run(settleBool, null, IS_LOCKED, '', this[kBare])
   }
 
   /** Operation `op` with latch `aux` and `fields` (lib/native/wire.js `nums`). */

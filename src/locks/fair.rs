@@ -229,15 +229,6 @@ pub fn waiter_channel(channel: &str, field: &str) -> String {
     format!("{channel}:{field}")
 }
 
-/// The wall clock in ms, as Redisson's scripts take it
-/// (`System.currentTimeMillis()`): the waiters' deadlines are on it.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

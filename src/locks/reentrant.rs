@@ -32,7 +32,7 @@ use crate::locks::resend::{resent, Resend};
 use crate::locks::{fair, rwlock};
 use crate::transport::lua::Lua;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
-use crate::waiting::timer::Timer;
+use crate::waiting::timer::{wall_ms, Timer};
 use crate::waiting::wakeups::{Source, Wakeups};
 
 /// node-redisson's `UnlockMessages.UNLOCK`: the message a release publishes.
@@ -97,6 +97,16 @@ impl Flavor {
         match self {
             Flavor::Write => Cow::Owned(rwlock::write_field(field)),
             _ => Cow::Borrowed(field),
+        }
+    }
+
+    /// Where a release made by this process may wake a waiter of it at
+    /// once (`poke`): the lock's channel; none for a fair lock, whose
+    /// release is announced to the next waiter alone.
+    pub fn poke_channel(self, channel: &str) -> Option<&str> {
+        match self {
+            Flavor::Fair { .. } => None,
+            _ => Some(channel),
         }
     }
 
@@ -255,6 +265,19 @@ pub(crate) async fn eval_retrying<C: ConnectionLike>(
     }
 }
 
+/// Sends `cmd`, once more if the connection broke under the first try:
+/// for commands that only read.
+pub(crate) async fn query_retrying<C, T>(conn: &mut C, cmd: &redis::Cmd) -> Result<T>
+where
+    C: ConnectionLike,
+    T: redis::FromRedisValue,
+{
+    match cmd.query_async(conn).await.map_err(Error::from) {
+        Err(Error::Connection(_)) => Ok(cmd.query_async(conn).await?),
+        other => other,
+    }
+}
+
 fn integer(v: &Value, what: &str) -> Result<i64> {
     match v {
         Value::Int(n) => Ok(*n),
@@ -337,7 +360,7 @@ async fn attempt_eval<C: ConnectionLike>(
         }
         Flavor::Fair { waiter_timeout_ms } => {
             let (queue, timeouts) = (fair::queue_name(name), fair::timeouts_name(name));
-            let (now, wait) = (fair::now_ms().to_string(), waiter_timeout_ms.to_string());
+            let (now, wait) = (wall_ms().to_string(), waiter_timeout_ms.to_string());
             let keys = [name, &queue, &timeouts];
             match waiting {
                 true => {
@@ -362,7 +385,7 @@ async fn fair_heartbeat<C: ConnectionLike>(
     waiter_timeout_ms: u64,
 ) -> Result<()> {
     let (queue, timeouts) = (fair::queue_name(name), fair::timeouts_name(name));
-    let deadline = fair::now_ms().saturating_add(waiter_timeout_ms).to_string();
+    let deadline = wall_ms().saturating_add(waiter_timeout_ms).to_string();
     let wait = waiter_timeout_ms.to_string();
     let args: [&[u8]; 3] = [field.as_bytes(), deadline.as_bytes(), wait.as_bytes()];
     eval_retrying(conn, &scripts().fair_heartbeat, &[&queue, &timeouts], &args).await?;
@@ -394,6 +417,27 @@ pub enum Wait {
     Forever,
 }
 
+impl Wait {
+    /// The wait loop's schedule for this bound, from now on `timer`: no
+    /// pause of its own (a release, the attempt's hint or the deadline
+    /// ends each one).
+    pub(crate) fn schedule(self, timer: &dyn Timer) -> Schedule {
+        let retries = match self {
+            Wait::Once => Retries::Count(0),
+            Wait::For(d) => match timer.now().checked_add(d) {
+                Some(deadline) => Retries::Until(deadline),
+                None => Retries::Forever,
+            },
+            Wait::Forever => Retries::Forever,
+        };
+        Schedule {
+            retries,
+            delay: Duration::MAX,
+            jitter: Duration::ZERO,
+        }
+    }
+}
+
 /// node-redisson's `tryLock`: attempts until the lock is taken or the wait
 /// is over. `true` when held. One `Attempt` of the one wait loop
 /// (`retry::retry`): a first attempt that fails subscribes to the lock's
@@ -417,21 +461,7 @@ pub async fn try_lock<C: ConnectionLike>(
     check_name(name)?;
     check_ms(lease_ms, "lease time")?;
     let lease = lease_ms.to_string();
-    let retries = match wait {
-        Wait::Once => Retries::Count(0),
-        Wait::For(d) => match timer.now().checked_add(d) {
-            Some(deadline) => Retries::Until(deadline),
-            None => Retries::Forever,
-        },
-        Wait::Forever => Retries::Forever,
-    };
-    // No pause of its own: the holder's PTTL, the deadline or a release
-    // ends each one.
-    let schedule = Schedule {
-        retries,
-        delay: Duration::MAX,
-        jitter: Duration::ZERO,
-    };
+    let schedule = wait.schedule(timer);
     let waiting = !matches!(wait, Wait::Once);
     let mut one = Hold {
         conn,
@@ -539,28 +569,34 @@ pub struct UnlockKeys<'a> {
     pub flavor: Flavor,
 }
 
-/// One unlock's script, keys and arguments, for its flavour.
+/// One unlock's arguments, for its flavour.
 struct UnlockCall<'a> {
     keys: &'a UnlockKeys<'a>,
     field: Cow<'a, str>,
     lease: String,
     latch_ms: String,
     /// A reader's timeout prefix and key prefix; a fair lock's queue and
-    /// deadlines.
+    /// deadlines (empty for the others).
     extra: [String; 2],
-    /// A fair lock's clock (ms).
+    /// A fair lock's clock (ms; empty for the others).
     now: String,
 }
 
 impl<'a> UnlockCall<'a> {
     fn new(keys: &'a UnlockKeys<'a>, field: &'a str, lease_ms: u64, latch_ms: u64) -> Self {
-        let extra = match keys.flavor {
-            Flavor::Read => [
-                rwlock::timeout_prefix(keys.name, field),
-                rwlock::key_prefix(keys.name),
-            ],
-            Flavor::Fair { .. } => [fair::queue_name(keys.name), fair::timeouts_name(keys.name)],
-            _ => [String::new(), String::new()],
+        let (extra, now) = match keys.flavor {
+            Flavor::Read => (
+                [
+                    rwlock::timeout_prefix(keys.name, field),
+                    rwlock::key_prefix(keys.name),
+                ],
+                String::new(),
+            ),
+            Flavor::Fair { .. } => (
+                [fair::queue_name(keys.name), fair::timeouts_name(keys.name)],
+                wall_ms().to_string(),
+            ),
+            _ => ([String::new(), String::new()], String::new()),
         };
         UnlockCall {
             keys,
@@ -568,12 +604,13 @@ impl<'a> UnlockCall<'a> {
             lease: lease_ms.to_string(),
             latch_ms: latch_ms.to_string(),
             extra,
-            now: fair::now_ms().to_string(),
+            now,
         }
     }
 
-    /// The script, its keys and its arguments (Redisson's order for each).
-    fn parts(&self) -> (&'static Lua, Vec<&str>, Vec<&[u8]>) {
+    /// Runs the flavour's unlock script with its keys and arguments
+    /// (Redisson's order for each).
+    async fn eval<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<Value> {
         let (s, k) = (scripts(), self.keys);
         let (field, lease, latch) = (
             self.field.as_bytes(),
@@ -581,40 +618,29 @@ impl<'a> UnlockCall<'a> {
             self.latch_ms.as_bytes(),
         );
         let publish = b"publish".as_slice();
+        let unlocked = UNLOCK_MESSAGE.as_bytes();
         match k.flavor {
-            Flavor::Plain => (
-                &s.unlock[k.adapter.index()],
-                vec![k.name, k.channel, k.latch],
-                vec![UNLOCK_MESSAGE.as_bytes(), lease, field, latch],
-            ),
-            Flavor::Read => (
-                &s.read.unlock,
-                vec![k.name, k.channel, &self.extra[0], &self.extra[1], k.latch],
-                vec![UNLOCK_MESSAGE.as_bytes(), field, publish, latch],
-            ),
-            Flavor::Write => (
-                &s.write.unlock,
-                vec![k.name, k.channel, k.latch],
-                vec![
-                    rwlock::WRITE_RELEASED.as_bytes(),
-                    lease,
-                    field,
-                    publish,
-                    latch,
-                ],
-            ),
-            Flavor::Fair { .. } => (
-                &s.fair.unlock,
-                vec![k.name, &self.extra[0], &self.extra[1], k.channel, k.latch],
-                vec![
-                    UNLOCK_MESSAGE.as_bytes(),
-                    lease,
-                    field,
-                    self.now.as_bytes(),
-                    publish,
-                    latch,
-                ],
-            ),
+            Flavor::Plain => {
+                let args: [&[u8]; 4] = [unlocked, lease, field, latch];
+                let keys = [k.name, k.channel, k.latch];
+                eval(conn, &s.unlock[k.adapter.index()], &keys, &args).await
+            }
+            Flavor::Read => {
+                let args: [&[u8]; 4] = [unlocked, field, publish, latch];
+                let keys = [k.name, k.channel, &self.extra[0], &self.extra[1], k.latch];
+                eval(conn, &s.read.unlock, &keys, &args).await
+            }
+            Flavor::Write => {
+                let released = rwlock::WRITE_RELEASED.as_bytes();
+                let args: [&[u8]; 5] = [released, lease, field, publish, latch];
+                eval(conn, &s.write.unlock, &[k.name, k.channel, k.latch], &args).await
+            }
+            Flavor::Fair { .. } => {
+                let now = self.now.as_bytes();
+                let args: [&[u8]; 6] = [unlocked, lease, field, now, publish, latch];
+                let keys = [k.name, &self.extra[0], &self.extra[1], k.channel, k.latch];
+                eval(conn, &s.fair.unlock, &keys, &args).await
+            }
         }
     }
 }
@@ -640,12 +666,11 @@ where
 {
     check_name(keys.name)?;
     let call = UnlockCall::new(keys, field, lease_ms, latch_ms);
-    let (lua, k, a) = call.parts();
-    let first = eval(conn, lua, &k, &a).await.map_err(Error::from);
+    let first = call.eval(conn).await.map_err(Error::from);
     let (reply, mut fresh) = match first {
         Err(Error::Connection(_)) | Err(Error::Timeout(_)) => {
             let mut again = reconnect().await?;
-            let reply = eval(&mut again, lua, &k, &a).await.map_err(Error::from);
+            let reply = call.eval(&mut again).await.map_err(Error::from);
             (reply, Some(again))
         }
         other => (other, None),
@@ -715,7 +740,7 @@ pub async fn force_unlock<C: ConnectionLike>(
             (queue, timeouts, now) = (
                 fair::queue_name(name),
                 fair::timeouts_name(name),
-                fair::now_ms().to_string(),
+                wall_ms().to_string(),
             );
             (
                 &s.fair.force,
@@ -788,22 +813,13 @@ pub async fn is_locked<C: ConnectionLike>(
             return Ok(integer(&v, "the read lock's isLocked script")? == 1);
         }
         Flavor::Write => {
-            let mut cmd = redis::cmd("HGET");
-            cmd.arg(name).arg("mode");
-            let mode: Option<String> = match cmd.query_async(conn).await.map_err(Error::from) {
-                Err(Error::Connection(_)) => cmd.query_async(conn).await?,
-                other => other?,
-            };
+            let mode: Option<String> =
+                query_retrying(conn, redis::cmd("HGET").arg(name).arg("mode")).await?;
             return Ok(mode.as_deref() == Some("write"));
         }
         _ => {}
     }
-    let mut cmd = redis::cmd("EXISTS");
-    cmd.arg(name);
-    let n: i64 = match cmd.query_async(conn).await.map_err(Error::from) {
-        Err(Error::Connection(_)) => cmd.query_async(conn).await?,
-        other => other?,
-    };
+    let n: i64 = query_retrying(conn, redis::cmd("EXISTS").arg(name)).await?;
     Ok(n > 0)
 }
 

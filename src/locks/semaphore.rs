@@ -21,7 +21,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 
@@ -33,7 +33,7 @@ use crate::locks::token;
 use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
-use crate::waiting::timer::Timer;
+use crate::waiting::timer::{wall_ms, Timer};
 use crate::waiting::wakeups::Wakeups;
 
 /// redis-semaphore's mutex refresh (`expireIfEqualLua`), byte for byte.
@@ -128,14 +128,6 @@ pub struct Holder<'a> {
     pub ttl_ms: u64,
 }
 
-/// The caller's clock, in ms since the epoch (redis-semaphore's
-/// `Date.now()`).
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 fn check(h: Holder<'_>) -> Result<()> {
     check_not_empty("key", h.key)?;
     check_not_empty("identifier", h.identifier)
@@ -175,7 +167,7 @@ pub async fn try_acquire<C: ConnectionLike>(
 }
 
 async fn acquire_once<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
-    let (ttl, now) = (h.ttl_ms.to_string(), now_ms().to_string());
+    let (ttl, now) = (h.ttl_ms.to_string(), wall_ms().to_string());
     let after = [ttl.as_str(), now.as_str()];
     Ok(match kind {
         Kind::Mutex => token::try_acquire(conn, h.key, h.identifier, h.ttl_ms).await?,
@@ -230,7 +222,7 @@ pub async fn refresh<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>)
 }
 
 async fn refresh_once<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<i64> {
-    let (ttl, now) = (h.ttl_ms.to_string(), now_ms().to_string());
+    let (ttl, now) = (h.ttl_ms.to_string(), wall_ms().to_string());
     let after = [ttl.as_str(), now.as_str()];
     match kind {
         Kind::Mutex => int(conn, &SCRIPTS.mutex_refresh, h, &[], &[ttl.as_str()]).await,

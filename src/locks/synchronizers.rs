@@ -24,16 +24,16 @@
 //! runs on either engine.
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 use redis::Value;
 
 use crate::error::{Error, Result};
-use crate::locks::reentrant::{eval, eval_retrying, Wait};
+use crate::locks::reentrant::{eval, eval_retrying, query_retrying, Wait};
 use crate::transport::lua::Lua;
-use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
-use crate::waiting::timer::Timer;
+use crate::waiting::retry::{retry, Attempt};
+use crate::waiting::timer::{self, Timer};
 use crate::waiting::wakeups::Wakeups;
 
 /// What Redisson's `getPublishCommand()` gives on one server, and what
@@ -343,14 +343,11 @@ fn scripts() -> &'static Scripts {
     })
 }
 
-/// The wall clock in ms since the epoch: Redisson's
-/// `System.currentTimeMillis()`, which permit expiries are written in (the
-/// layout demands it; waits themselves run on the monotonic [`Timer`]).
+/// The wall clock ([`timer::wall_ms`]: Redisson's
+/// `System.currentTimeMillis()`, which permit expiries are written in),
+/// signed, as expiries are subtracted from it.
 pub fn wall_ms() -> i64 {
-    match SystemTime::now().duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
-        Err(before) => -i64::try_from(before.duration().as_millis()).unwrap_or(i64::MAX),
-    }
+    i64::try_from(timer::wall_ms()).unwrap_or(i64::MAX)
 }
 
 /// The keys and channel of one object. `timeout` is the permit-expirable
@@ -393,16 +390,46 @@ async fn once<C: ConnectionLike>(
     Ok(eval(conn, lua, keys, args).await?)
 }
 
+/// `lua` on `[name, channel]` with `[n, 'publish']`, sent once: the shape
+/// of the counter writes that announce themselves (release, addPermits,
+/// trySetPermits, releaseIfExists).
+async fn announced<C: ConnectionLike>(
+    conn: &mut C,
+    lua: &Lua,
+    name: &str,
+    channel: &str,
+    n: i64,
+) -> Result<Value> {
+    let n = n.to_string();
+    once(
+        conn,
+        lua,
+        &[name, channel],
+        &[n.as_bytes(), PUBLISH.as_bytes()],
+    )
+    .await
+}
+
+/// A permit-expirable semaphore's count `lua` at wall time `now` (expired
+/// permits counted back first), sent again once on a broken connection.
+async fn permits_at<C: ConnectionLike>(
+    conn: &mut C,
+    lua: &Lua,
+    names: Names<'_>,
+    now: i64,
+    what: &str,
+) -> Result<i64> {
+    let now = now.to_string();
+    let keys = [names.name, names.timeout, names.channel];
+    let v = eval_retrying(conn, lua, &keys, &[now.as_bytes(), PUBLISH.as_bytes()]).await?;
+    number(&v, what)
+}
+
 /// `GET name` as a number (no key: 0), sent again once on a broken
 /// connection: RSemaphore's `availablePermits`, RCountDownLatch's
 /// `getCount`.
 pub async fn get_count<C: ConnectionLike>(conn: &mut C, name: &str) -> Result<i64> {
-    let mut cmd = redis::cmd("GET");
-    cmd.arg(name);
-    let v: Value = match cmd.query_async(conn).await.map_err(Error::from) {
-        Err(Error::Connection(_)) => cmd.query_async(conn).await?,
-        other => other?,
-    };
+    let v: Value = query_retrying(conn, redis::cmd("GET").arg(name)).await?;
     number(&v, "GET")
 }
 
@@ -418,18 +445,10 @@ pub async fn try_set_permits<C: ConnectionLike>(
     permits: i64,
     ttl: Option<Duration>,
 ) -> Result<bool> {
-    let p = permits.to_string();
     let v = match ttl {
-        None => {
-            once(
-                conn,
-                &scripts().try_set_permits,
-                &[name, channel],
-                &[p.as_bytes(), PUBLISH.as_bytes()],
-            )
-            .await?
-        }
+        None => announced(conn, &scripts().try_set_permits, name, channel, permits).await?,
         Some(ttl) => {
+            let p = permits.to_string();
             if ttl.as_millis() == 0 {
                 return Err(Error::InvalidArgument(
                     "Invalid ttl 0: expected a positive integer number of milliseconds".into(),
@@ -466,14 +485,7 @@ pub async fn release<C: ConnectionLike>(
     channel: &str,
     permits: i64,
 ) -> Result<()> {
-    let p = permits.to_string();
-    once(
-        conn,
-        &scripts().sem_release,
-        &[name, channel],
-        &[p.as_bytes(), PUBLISH.as_bytes()],
-    )
-    .await?;
+    announced(conn, &scripts().sem_release, name, channel, permits).await?;
     Ok(())
 }
 
@@ -485,12 +497,12 @@ pub async fn release_if_exists<C: ConnectionLike>(
     channel: &str,
     permits: i64,
 ) -> Result<bool> {
-    let p = permits.to_string();
-    let v = once(
+    let v = announced(
         conn,
         &scripts().sem_release_if_exists,
-        &[name, channel],
-        &[p.as_bytes(), PUBLISH.as_bytes()],
+        name,
+        channel,
+        permits,
     )
     .await?;
     Ok(number(&v, "releaseIfExists")? == 1)
@@ -504,14 +516,7 @@ pub async fn add_permits<C: ConnectionLike>(
     channel: &str,
     permits: i64,
 ) -> Result<()> {
-    let p = permits.to_string();
-    once(
-        conn,
-        &scripts().sem_add_permits,
-        &[name, channel],
-        &[p.as_bytes(), PUBLISH.as_bytes()],
-    )
-    .await?;
+    announced(conn, &scripts().sem_add_permits, name, channel, permits).await?;
     Ok(())
 }
 
@@ -620,15 +625,14 @@ pub async fn available_permits<C: ConnectionLike>(
     names: Names<'_>,
     now: i64,
 ) -> Result<i64> {
-    let now = now.to_string();
-    let v = eval_retrying(
+    permits_at(
         conn,
         &scripts().pes_available,
-        &[names.name, names.timeout, names.channel],
-        &[now.as_bytes(), PUBLISH.as_bytes()],
+        names,
+        now,
+        "availablePermits",
     )
-    .await?;
-    number(&v, "availablePermits")
+    .await
 }
 
 /// RPermitExpirableSemaphore's `getPermits` at wall time `now`: free plus
@@ -638,15 +642,7 @@ pub async fn get_permits<C: ConnectionLike>(
     names: Names<'_>,
     now: i64,
 ) -> Result<i64> {
-    let now = now.to_string();
-    let v = eval_retrying(
-        conn,
-        &scripts().pes_get_permits,
-        &[names.name, names.timeout, names.channel],
-        &[now.as_bytes(), PUBLISH.as_bytes()],
-    )
-    .await?;
-    number(&v, "getPermits")
+    permits_at(conn, &scripts().pes_get_permits, names, now, "getPermits").await
 }
 
 /// RPermitExpirableSemaphore's `acquiredPermits` at wall time `now`: the
@@ -656,15 +652,14 @@ pub async fn acquired_permits<C: ConnectionLike>(
     names: Names<'_>,
     now: i64,
 ) -> Result<i64> {
-    let now = now.to_string();
-    let v = eval_retrying(
+    permits_at(
         conn,
         &scripts().pes_acquired_permits,
-        &[names.name, names.timeout, names.channel],
-        &[now.as_bytes(), PUBLISH.as_bytes()],
+        names,
+        now,
+        "acquiredPermits",
     )
-    .await?;
-    number(&v, "acquiredPermits")
+    .await
 }
 
 /// RPermitExpirableSemaphore's `setPermits(permits)`: the total (free plus
@@ -718,14 +713,7 @@ pub async fn add_expirable_permits<C: ConnectionLike>(
     channel: &str,
     permits: i64,
 ) -> Result<()> {
-    let p = permits.to_string();
-    once(
-        conn,
-        &scripts().pes_add_permits,
-        &[name, channel],
-        &[p.as_bytes(), PUBLISH.as_bytes()],
-    )
-    .await?;
+    announced(conn, &scripts().pes_add_permits, name, channel, permits).await?;
     Ok(())
 }
 
@@ -786,24 +774,6 @@ pub async fn count_down<C: ConnectionLike>(conn: &mut C, name: &str, channel: &s
     Ok(())
 }
 
-/// The schedule of a wait: no pause of its own (each ends on a message,
-/// the attempt's hint or the deadline).
-fn schedule(timer: &dyn Timer, wait: Wait) -> Schedule {
-    let retries = match wait {
-        Wait::Once => Retries::Count(0),
-        Wait::For(d) => match timer.now().checked_add(d) {
-            Some(deadline) => Retries::Until(deadline),
-            None => Retries::Forever,
-        },
-        Wait::Forever => Retries::Forever,
-    };
-    Schedule {
-        retries,
-        delay: Duration::MAX,
-        jitter: Duration::ZERO,
-    }
-}
-
 /// Runs `one` on `wait`, woken by messages on `channel`: whether it won.
 async fn wait_for<A: Attempt>(
     one: &mut A,
@@ -813,7 +783,7 @@ async fn wait_for<A: Attempt>(
     wait: Wait,
 ) -> Result<bool> {
     let wake = wakeups.map(|w| (std::slice::from_ref(w), std::slice::from_ref(&channel)));
-    let waited = retry(one, timer, &schedule(timer, wait), &|| 0.0, wake, None).await?;
+    let waited = retry(one, timer, &wait.schedule(timer), &|| 0.0, wake, None).await?;
     Ok(waited.outcome.is_ok())
 }
 
@@ -828,11 +798,10 @@ pub async fn acquire<C: ConnectionLike>(
     permits: i64,
     wait: Wait,
 ) -> Result<bool> {
-    let permits = permits.to_string();
     let mut one = TakePermits {
         conn,
         name: names.name,
-        permits: &permits,
+        permits,
     };
     wait_for(&mut one, timer, wakeups, names.channel, wait).await
 }
@@ -840,7 +809,7 @@ pub async fn acquire<C: ConnectionLike>(
 struct TakePermits<'a, C> {
     conn: &'a mut C,
     name: &'a str,
-    permits: &'a str,
+    permits: i64,
 }
 
 impl<C: ConnectionLike> Attempt for TakePermits<'_, C> {
@@ -848,17 +817,8 @@ impl<C: ConnectionLike> Attempt for TakePermits<'_, C> {
     type Lost = ();
 
     async fn attempt(&mut self) -> Result<std::result::Result<(), ()>> {
-        let v = once(
-            self.conn,
-            &scripts().sem_try_acquire,
-            &[self.name],
-            &[self.permits.as_bytes()],
-        )
-        .await?;
-        Ok(match number(&v, "tryAcquire")? {
-            1 => Ok(()),
-            _ => Err(()),
-        })
+        let taken = try_acquire(self.conn, self.name, self.permits).await?;
+        Ok(if taken { Ok(()) } else { Err(()) })
     }
 
     fn retry_within(_: &()) -> Option<Duration> {

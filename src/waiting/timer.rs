@@ -2,7 +2,7 @@
 //! a way to sleep. The tokio engine sleeps on tokio's timer; the JS-thread
 //! engine on a libuv timer of the calling thread's loop.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
@@ -16,6 +16,16 @@ pub trait Timer: Send + Sync {
     fn now(&self) -> Instant {
         Instant::now()
     }
+}
+
+/// The wall clock in ms since the epoch, for times other clients compare
+/// (redis-semaphore's scores, Redisson's fair-lock deadlines and permit
+/// expiries, which they write with `Date.now()` or
+/// `System.currentTimeMillis()`); never for a wait of ours.
+pub fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// [`Timer`] on tokio's clock. Must be polled inside a tokio runtime.

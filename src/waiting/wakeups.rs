@@ -418,31 +418,29 @@ impl Wakeups {
     /// the subscriber connection (which still wakes every waiter, as for
     /// any release). At worst one extra attempt.
     pub fn poke(&self, channel: &str) {
-        let chan = locked(&self.channels)
-            .get(channel)
-            .map(|(c, _)| Arc::clone(c));
-        if let Some(c) = chan {
+        if let Some(c) = self.channel(channel) {
             c.poke.notify_one();
         }
     }
 
     fn released(&self, channel: &str) {
-        let chan = locked(&self.channels)
-            .get(channel)
-            .map(|(c, _)| Arc::clone(c));
-        if let Some(c) = chan {
+        if let Some(c) = self.channel(channel) {
             c.bump();
         }
     }
 
     /// A pub/sub message `payload` on `channel`.
     fn heard(&self, channel: &str, payload: &[u8]) {
-        let chan = locked(&self.channels)
-            .get(channel)
-            .map(|(c, _)| Arc::clone(c));
-        if let Some(c) = chan {
+        if let Some(c) = self.channel(channel) {
             c.heard(payload);
         }
+    }
+
+    /// `channel`'s state, when a waiter of this process listens on it.
+    fn channel(&self, channel: &str) -> Option<Arc<Channel>> {
+        locked(&self.channels)
+            .get(channel)
+            .map(|(c, _)| Arc::clone(c))
     }
 
     /// Forgets the link: every confirmation made on it is stale.

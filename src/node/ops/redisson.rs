@@ -295,8 +295,8 @@ where
             let deleted =
                 reentrant::force_unlock(conn, &req.name, &req.channel, req.adapter, req.flavor)
                     .await?;
-            if deleted && !matches!(req.flavor, Flavor::Fair { .. }) {
-                poke(&target, req.adapter, &req.channel);
+            if let (true, Some(channel)) = (deleted, req.flavor.poke_channel(&req.channel)) {
+                poke(&target, req.adapter, channel);
             }
             Ok(Reply::from(deleted))
         }
@@ -330,9 +330,10 @@ where
     };
     let latch_ms = reentrant::latch_ms(target.endpoint.command_timeout);
     let outcome = reentrant::unlock(conn, connect, &keys, &req.field, req.lease_ms, latch_ms).await;
-    // (A fair lock announces its release to the next waiter only.)
-    if let (Ok(Unlocked::Released), false) = (&outcome, matches!(req.flavor, Flavor::Fair { .. })) {
-        poke(target, req.adapter, &req.channel);
+    if let (Ok(Unlocked::Released), Some(channel)) =
+        (&outcome, req.flavor.poke_channel(&req.channel))
+    {
+        poke(target, req.adapter, channel);
     }
     outcome
 }
