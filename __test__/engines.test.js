@@ -56,3 +56,38 @@ test('a second module instance in the same environment settles its own operation
   assert.equal(res.status, 0, res.stderr)
   assert.deepEqual(JSON.parse(res.stdout), { distinct: true, a: true, b: true, released: true })
 })
+
+test('operations started in one tick keep their own numbers (one buffer carries every call\'s)', async () => {
+  // lib/native/wire.js fills one Float64Array for every native call; each
+  // entry must copy it before it returns. Locks of every face with their
+  // own TTLs, started together, must each get theirs.
+  const IORedis = require('ioredis')
+  const { Mutex, Semaphore } = require('../semaphore')
+  const Redlock = require('../redlock')
+  const { createLock } = require('..')
+  const client = new IORedis({ port: redis.server.port, host: '127.0.0.1' })
+  const tag = `nums:${process.pid}`
+  try {
+    const ttls = [3000, 7000, 11000, 15000, 19000, 23000]
+    const mutexes = ttls.slice(0, 2).map((t, i) => new Mutex(client, `${tag}:m${i}`, { lockTimeout: t, refreshInterval: 0 }))
+    const sems = ttls.slice(2, 4).map((t, i) => new Semaphore(client, `${tag}:s${i}`, 3, { lockTimeout: t, refreshInterval: 0 }))
+    const redlock = new Redlock([client], { retryCount: 0 })
+    const plain = createLock(redis.server.url, { timeout: ttls[5], retries: 0 })
+    const held = await Promise.all([
+      ...mutexes.map((m) => m.acquire()),
+      ...sems.map((s) => s.acquire()),
+      redlock.lock(`${tag}:r`, ttls[4]),
+      plain.acquire(`${tag}:p`)
+    ])
+    const keys = [`mutex:${tag}:m0`, `mutex:${tag}:m1`, `semaphore:${tag}:s0`, `semaphore:${tag}:s1`, `${tag}:r`, `${tag}:p`]
+    const pttls = await Promise.all(keys.map((k) => client.pttl(k)))
+    pttls.forEach((ms, i) => {
+      assert.ok(ms > ttls[i] - 2000 && ms <= ttls[i], `${keys[i]}: PTTL ${ms}, expected about ${ttls[i]}`)
+    })
+    await Promise.all([...mutexes, ...sems].map((l) => l.release()))
+    await held[4].unlock()
+    await plain.release()
+  } finally {
+    client.disconnect()
+  }
+})

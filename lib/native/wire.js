@@ -9,26 +9,44 @@
 
 const { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome } = require('./loader')
 
-// Slot names as `nums` takes them: { time, retries, … } → Slot.Time, ….
-const SLOTS = Object.keys(Slot)
+// Slot numbers by the names `nums` takes them: { time, retries, … } → Slot.Time, ….
+const INDEX = new Map(Object.keys(Slot)
   .filter((name) => name !== 'Count' && typeof Slot[name] === 'number')
-  .map((name) => [name[0].toLowerCase() + name.slice(1), Slot[name]])
+  .map((name) => [name[0].toLowerCase() + name.slice(1), Slot[name]]))
+
+// One operation's numbers at a time. A Float64Array is read in place by
+// the native entry (an Array costs a conversion per element), which
+// copies it before it returns (src/node/wire/nums.rs `Nums::new`), so one
+// buffer serves every call: a Float64Array per operation cost a backing
+// store each (malloc, V8's registry and sweeper; benchmark/NOTES.md §28).
+const SCRATCH = new Float64Array(Slot.Count)
 
 /**
  * An operation's numbers: `fields` by slot name (`time`, `retries`,
  * `delay`, `flags`, `hold`, `env`, `maxLagMs`, `maxHoldMs`, `cancel`,
  * `replicas`, `replicaTimeoutMs`, `serverTimeoutMs`, `jitterMs`,
  * `waitMs`, `permits`, …; see src/node/wire/nums.rs), 0 where not given.
+ * The array returned is the one every call fills: pass it straight to
+ * the native call, with no other `nums` or `saved` call in between.
  */
 function nums (fields) {
-  // A Float64Array: the native side reads it in place (an Array costs a
-  // conversion per element, about 1 µs per call for the whole set).
-  const out = new Float64Array(Slot.Count)
-  for (let i = 0; i < SLOTS.length; i++) {
-    const v = fields[SLOTS[i][0]]
-    if (v !== undefined) out[SLOTS[i][1]] = v
+  SCRATCH.fill(0)
+  for (const name in fields) {
+    const v = fields[name]
+    const slot = INDEX.get(name)
+    if (v !== undefined && slot !== undefined) SCRATCH[slot] = v
   }
-  return out
+  return SCRATCH
 }
 
-module.exports = { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, nums }
+/**
+ * The numbers `copy` (a plain array from `Array.from(nums(…))`, kept by a
+ * lock whose operations share them) as an operation's, in the same
+ * buffer as `nums`'s and under the same rule.
+ */
+function saved (copy) {
+  SCRATCH.set(copy)
+  return SCRATCH
+}
+
+module.exports = { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, nums, saved }

@@ -17,7 +17,7 @@
 
 const crypto = require('crypto')
 const { start } = require('../native/bridge')
-const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { Yes: YES }, Slot, nums } = require('../native/wire')
+const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { Yes: YES }, Slot, nums, saved } = require('../native/wire')
 
 const { Flags: SLOT_FLAGS, Env: SLOT_ENV, Hold: SLOT_HOLD, MaxLagMs: SLOT_MAX_LAG, Cancel: SLOT_CANCEL } = Slot
 const native = require('../native/loader')
@@ -217,7 +217,7 @@ class Lock {
     // The lock's own numbers are the same for every operation: made once,
     // copied per operation with the hold, flags and cancel filled in.
     if (st.base === null) st.base = baseNumbers(this)
-    const args = st.base.slice()
+    const args = saved(st.base)
     args[SLOT_FLAGS] = (hold !== 0 ? F_KEEP : 0) | (op === LockOp.Extend ? 0 : st.wake)
     if (hold !== 0 || cancel !== null) args[SLOT_ENV] = keeper.envId()
     if (hold !== 0) {
@@ -239,17 +239,17 @@ class Lock {
   }
 }
 
-/** The numbers of every operation of `lock` (lib/native/wire.js `nums`). */
+/** The numbers of every operation of `lock` (lib/native/wire.js `nums`), as a plain array to copy from. */
 function baseNumbers (lock) {
   const o = lock._acquireOptions
-  return nums({
+  return Array.from(nums({
     time: o.lockTimeout,
     limit: lock._limit || 0,
     permits: lock._permits || 0,
     attempts: o.acquireAttemptsLimit === Number.POSITIVE_INFINITY ? -1 : o.acquireAttemptsLimit,
     waitMs: o.acquireTimeout === Number.POSITIVE_INFINITY ? -1 : Math.ceil(o.acquireTimeout),
     delay: Math.ceil(o.retryInterval)
-  })
+  }))
 }
 
 /** A grant's bookkeeping: held, and watched by the keeper when refreshed. */
