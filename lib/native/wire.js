@@ -40,13 +40,23 @@ function nums (fields) {
 }
 
 /**
- * The numbers `copy` (a plain array from `Array.from(nums(…))`, kept by a
- * lock whose operations share them) as an operation's, in the same
- * buffer as `nums`'s and under the same rule.
+ * `fields` as `nums` fills them, in a plain array of their own, for a
+ * lock whose operations all start from the same numbers (see `saved`).
+ */
+function keep (fields) {
+  const filled = nums(fields)
+  const copy = new Array(filled.length)
+  for (let i = 0; i < filled.length; i++) copy[i] = filled[i]
+  return copy
+}
+
+/**
+ * The numbers `copy` (from `keep`) as an operation's, in the same buffer
+ * as `nums`'s and under the same rule.
  */
 function saved (copy) {
   SCRATCH.set(copy)
   return SCRATCH
 }
 
-module.exports = { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, nums, saved }
+module.exports = { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, nums, keep, saved }

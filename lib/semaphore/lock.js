@@ -17,7 +17,7 @@
 
 const crypto = require('crypto')
 const { start } = require('../native/bridge')
-const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { Yes: YES }, Slot, nums, saved } = require('../native/wire')
+const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { Yes: YES }, Slot, keep, saved } = require('../native/wire')
 
 const { Flags: SLOT_FLAGS, Env: SLOT_ENV, Hold: SLOT_HOLD, MaxLagMs: SLOT_MAX_LAG, Cancel: SLOT_CANCEL } = Slot
 const native = require('../native/loader')
@@ -239,17 +239,17 @@ class Lock {
   }
 }
 
-/** The numbers of every operation of `lock` (lib/native/wire.js `nums`), as a plain array to copy from. */
+/** The numbers of every operation of `lock` (lib/native/wire.js `keep`). */
 function baseNumbers (lock) {
   const o = lock._acquireOptions
-  return Array.from(nums({
+  return keep({
     time: o.lockTimeout,
     limit: lock._limit || 0,
     permits: lock._permits || 0,
     attempts: o.acquireAttemptsLimit === Number.POSITIVE_INFINITY ? -1 : o.acquireAttemptsLimit,
     waitMs: o.acquireTimeout === Number.POSITIVE_INFINITY ? -1 : Math.ceil(o.acquireTimeout),
     delay: Math.ceil(o.retryInterval)
-  }))
+  })
 }
 
 /** A grant's bookkeeping: held, and watched by the keeper when refreshed. */
