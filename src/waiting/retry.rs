@@ -134,11 +134,20 @@ pub(crate) async fn retry<A: Attempt>(
             other => other,
         };
         if let (None, Some((sources, channels))) = (&sub, wake) {
+            // Boxed: a subscribe's future is about 4 KB, and held inline it
+            // would make every operation's future (and the copies of it
+            // made to spawn it) that much larger, waiting or not
+            // (benchmark/NOTES.md §28). This runs once per wait.
             let subscribed = match A::WAKEUPS_REQUIRED {
-                true => {
-                    Some(AnyRelease::subscribe_every(sources, channels, A::ONE_AT_A_TIME).await?)
-                }
-                false => AnyRelease::subscribe(sources, channels, A::ONE_AT_A_TIME).await,
+                true => Some(
+                    Box::pin(AnyRelease::subscribe_every(
+                        sources,
+                        channels,
+                        A::ONE_AT_A_TIME,
+                    ))
+                    .await?,
+                ),
+                false => Box::pin(AnyRelease::subscribe(sources, channels, A::ONE_AT_A_TIME)).await,
             };
             if let Some(mut s) = subscribed {
                 // Subscribed now: a release since the failed attempt is
@@ -265,7 +274,9 @@ async fn pause(
     });
     match sub {
         Some(s) => {
-            let woken = std::pin::pin!(s.wait());
+            // Boxed, as the subscribe in `retry` is: about 4 KB that would
+            // otherwise be part of every operation's future.
+            let woken = Box::pin(s.wait());
             match select(select(woken, sleep), stop).await {
                 Either::Left((Either::Left((Ok(()), _)), _)) => Woke::Release,
                 Either::Left((Either::Left((Err(e), _)), _)) => Woke::SubscriberFailed(e),
@@ -697,5 +708,25 @@ mod tests {
         assert!(w.is_err(), "the subscriber's error ends the wait");
         assert_eq!(a.n, 1);
         assert!(clock.slept().is_empty());
+    }
+
+    #[test]
+    fn the_wait_keeps_wakeups_off_the_retry_future() {
+        // Every operation's future holds a retry future, waiting or not,
+        // and is copied whole when it is spawned and kept whole while it
+        // is pending. The wake-up subscribe and wait futures are boxed, so
+        // they count here as a pointer (they were about 4 KB each inline:
+        // benchmark/NOTES.md §28). The bound is the attempt's future plus
+        // the loop's own state, with room to spare.
+        let clock = Clock::new();
+        let mut a = fake::<false>(&clock, None);
+        let schedule = spaced(Retries::Count(1), ms(100), ms(0));
+        let attempt = std::mem::size_of_val(&a.attempt());
+        let f = retry(&mut a, &clock, &schedule, &|| 0.0, None, None);
+        let size = std::mem::size_of_val(&f);
+        assert!(
+            size <= attempt + 1024,
+            "the retry future is {size} bytes for an attempt of {attempt}"
+        );
     }
 }

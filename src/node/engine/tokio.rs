@@ -92,15 +92,14 @@ impl CompleterShared {
             let why = "could not start the Tokio runtime thread";
             return this.finish::<Reply>(id, Err(CoreError::Internal(why.into())));
         };
-        let job: Job = Box::pin(async move {
-            // A panic inside an operation must still settle its promise, or
-            // JavaScript would wait forever.
-            let outcome = AssertUnwindSafe(op)
+        // A panic inside an operation must still settle its promise, or
+        // JavaScript would wait forever. A combinator, not an async block,
+        // so the job holds `op` once (see jsloop's `spawn_op`).
+        let job: Job = Box::pin(
+            AssertUnwindSafe(op)
                 .catch_unwind()
-                .await
-                .unwrap_or_else(|_| Err(panicked()));
-            this.finish(id, outcome)
-        });
+                .map(move |caught| this.finish(id, caught.unwrap_or_else(|_| Err(panicked())))),
+        );
         if INBOX.post(|jobs| jobs.push(job)) {
             rt.spawn(drain_inbox());
         }

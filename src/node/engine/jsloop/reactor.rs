@@ -686,11 +686,15 @@ where
     T: Into<crate::node::wire::done::Reply> + 'static,
     F: Future<Output = crate::error::Result<T>> + 'static,
 {
-    engine.spawn(Box::pin(async move {
-        let outcome = std::panic::AssertUnwindSafe(op)
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|_| Err(panicked()));
-        sink.done().borrow_mut().record(id, outcome);
-    }));
+    // A combinator, not an async block: a block would keep `op` twice (as
+    // its capture and inside its await), and `Box::pin` copies the whole
+    // task, so every operation would copy twice its size
+    // (benchmark/NOTES.md §28).
+    let task = std::panic::AssertUnwindSafe(op)
+        .catch_unwind()
+        .map(move |caught| {
+            let outcome = caught.unwrap_or_else(|_| Err(panicked()));
+            sink.done().borrow_mut().record(id, outcome);
+        });
+    engine.spawn(Box::pin(task));
 }
