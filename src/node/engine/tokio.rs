@@ -12,7 +12,6 @@
 //! so nothing here keeps Node alive.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -27,7 +26,7 @@ use crate::error::{Error as CoreError, Result};
 use crate::node::engine::contract::Engine;
 use crate::node::runtime::runtime;
 use crate::node::targets::{target, Lane, Target};
-use crate::node::wire::done::{panicked, Done, DoneArgs, Reply};
+use crate::node::wire::done::{settled, Done, DoneArgs, Reply};
 use crate::transport::connection::SharedConnection;
 use crate::waiting::timer::{Timer, TokioTimer};
 
@@ -93,13 +92,8 @@ impl CompleterShared {
             return this.finish::<Reply>(id, Err(CoreError::Internal(why.into())));
         };
         // A panic inside an operation must still settle its promise, or
-        // JavaScript would wait forever. A combinator, not an async block,
-        // so the job holds `op` once (see jsloop's `spawn_op`).
-        let job: Job = Box::pin(
-            AssertUnwindSafe(op)
-                .catch_unwind()
-                .map(move |caught| this.finish(id, caught.unwrap_or_else(|_| Err(panicked())))),
-        );
+        // JavaScript would wait forever (`settled`).
+        let job: Job = Box::pin(settled(op).map(move |outcome| this.finish(id, outcome)));
         if INBOX.post(|jobs| jobs.push(job)) {
             rt.spawn(drain_inbox());
         }

@@ -190,3 +190,18 @@ pub(crate) fn panicked() -> CoreError {
         "redislock-rs hit an internal error (a Rust panic, caught); please report it".into(),
     )
 }
+
+/// `op` with a panic inside it caught as [`panicked`]'s error, so its
+/// promise still settles (both engines run every operation through it). A
+/// combinator, not an async block: a block would hold `op` twice (its
+/// capture and its await), and the engines copy the whole future when they
+/// spawn it (benchmark/NOTES.md §28).
+pub(crate) fn settled<T, F>(op: F) -> impl std::future::Future<Output = Result<T>>
+where
+    F: std::future::Future<Output = Result<T>>,
+{
+    use futures_util::FutureExt;
+    std::panic::AssertUnwindSafe(op)
+        .catch_unwind()
+        .map(|caught| caught.unwrap_or_else(|_| Err(panicked())))
+}

@@ -35,7 +35,7 @@ use futures_util::FutureExt;
 
 use super::lookups::Lookups;
 use super::uv::{self, Handle, Loop, Uv};
-use crate::node::wire::done::{panicked, Done};
+use crate::node::wire::done::{settled, Done};
 use crate::transport::endpoint::Endpoint;
 
 pub(crate) type Task = Pin<Box<dyn Future<Output = ()>>>;
@@ -686,15 +686,6 @@ where
     T: Into<crate::node::wire::done::Reply> + 'static,
     F: Future<Output = crate::error::Result<T>> + 'static,
 {
-    // A combinator, not an async block: a block would keep `op` twice (as
-    // its capture and inside its await), and `Box::pin` copies the whole
-    // task, so every operation would copy twice its size
-    // (benchmark/NOTES.md §28).
-    let task = std::panic::AssertUnwindSafe(op)
-        .catch_unwind()
-        .map(move |caught| {
-            let outcome = caught.unwrap_or_else(|_| Err(panicked()));
-            sink.done().borrow_mut().record(id, outcome);
-        });
+    let task = settled(op).map(move |outcome| sink.done().borrow_mut().record(id, outcome));
     engine.spawn(Box::pin(task));
 }
