@@ -38,7 +38,7 @@ const RS_REDLOCK = 'redislock-rs-redlock'
 const RS_REDLOCK_TOKIO = 'redislock-rs-redlock-tokio'
 /** The node-redlock face's engines, in the order they are checked. */
 const REDLOCK_FACE_OURS = [[RS_REDLOCK, 'JS-thread engine'], [RS_REDLOCK_TOKIO, 'tokio engine']]
-/** Issue 20: cycles/s of redislock-rs/redlock ≥ factor × redlock 4.2.0's (REDLOCK_QUORUM), per worker count, both engines. */
+/** Issue 20: cycles/s of redislock-rs/redlock ≥ factor × redlock 4.2.0's (REDLOCK_QUORUM), per worker count; judged on the JS-thread engine (tokio informational). */
 const REDLOCK_FACE_TARGETS = { 1: 1, 16: 2, 128: 2 }
 /** The redis-semaphore face's lock kinds, as the harness (contenders.js semaphoreOn) and the report name them. */
 const SEMAPHORE_FACE_KINDS = [['mutex', 'Mutex'], ['semaphore', 'Semaphore']]
@@ -252,8 +252,10 @@ const serversLabel = (n) => `${n} server${n === 1 ? '' : 's'}`
 
 /**
  * The node-redlock face (issue 20's targets): per topology (1 server, 3
- * servers), worker count and engine, redislock-rs/redlock's cycles/s ≥
- * REDLOCK_FACE_TARGETS[workers] × redlock 4.2.0's in the same run.
+ * servers) and worker count, redislock-rs/redlock's cycles/s on the
+ * JS-thread engine (the default) ≥ REDLOCK_FACE_TARGETS[workers] × redlock
+ * 4.2.0's in the same run; the tokio engine's ratio in the detail
+ * (informational), as for the redis-semaphore face.
  */
 function redlockFaceChecks (Rf) {
   if (!Rf) return []
@@ -262,14 +264,14 @@ function redlockFaceChecks (Rf) {
     const n = topo.servers.length
     for (const [c, want] of Object.entries(REDLOCK_FACE_TARGETS)) {
       const sc = topo.uncontended[c] || {}
+      const a = sc[RS_REDLOCK]
       const b = sc[REDLOCK_QUORUM]
-      for (const [id, engine] of REDLOCK_FACE_OURS) {
-        const a = sc[id]
-        const name = `redislock-rs/redlock ≥ ${want}× redlock's cycles/s, ${serversLabel(n)}, ${workersLabel(c)}, ${engine}`
-        if (!a || !b) { out.push(check(name, null, 'not measured')); continue }
-        const x = ratio(a.cyclesPerSec, b.cyclesPerSec)
-        out.push(check(name, x >= want, `${times(x)} (${fmtInt(a.cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s; p50 ${fmt(a.p50, 3)} vs ${fmt(b.p50, 3)} ms)`))
-      }
+      const name = `redislock-rs/redlock ≥ ${want}× redlock's cycles/s, ${serversLabel(n)}, ${workersLabel(c)}, JS-thread engine`
+      if (!a || !b) { out.push(check(name, null, 'not measured')); continue }
+      const x = ratio(a.cyclesPerSec, b.cyclesPerSec)
+      const t = sc[RS_REDLOCK_TOKIO]
+      const tokio = t ? `; tokio engine ${times(ratio(t.cyclesPerSec, b.cyclesPerSec))} (${fmtInt(t.cyclesPerSec)} cycles/s; informational)` : ''
+      out.push(check(name, x >= want, `${times(x)} (${fmtInt(a.cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s; p50 ${fmt(a.p50, 3)} vs ${fmt(b.p50, 3)} ms)${tokio}`))
     }
   }
   return out
@@ -765,7 +767,7 @@ function redlockFaceSection (Rf, checks, cfg) {
       `Each contender in a child process of its own, interleaved and rotated per round (${cfg.rounds} round(s)), medians. ` +
       `Uncontended: every worker its own key, ${cfg.duration} ms after a ${cfg.warmup} ms warm-up. ` +
       `Contention (informational, no target): ${cfg.contentionWorkers} workers on ONE key, one Redlock per retry delay shared by them (\`retryCount: -1, retryDelay: <delay>, retryJitter: 0\`), a ${cfg.csMs} ms critical section, ${cfg.contentionDuration} ms. ` +
-      'Redis cmds/cycle = the INFO commandstats deltas of all the servers, summed, / cycles. Targets (issue 20), both engines, same-run ratios: ' +
+      'Redis cmds/cycle = the INFO commandstats deltas of all the servers, summed, / cycles. Targets (issue 20), judged on the JS-thread engine (the tokio engine\'s ratios informational), same-run ratios: ' +
       Object.entries(REDLOCK_FACE_TARGETS).map(([c, x]) => `≥ ${x}× at ${workersLabel(c)}`).join(', ') + '.',
     ''
   ]

@@ -98,6 +98,39 @@ test('render: a semaphore-face-only partial run has the section, its rows and th
   assert.doesNotMatch(text, /node-redlock face/)
 })
 
+// ---------------------------------------------------------------- redlock-face
+
+function redlockFixture () {
+  const unc = (ours, tokio, peer) => Object.fromEntries([1, 16, 128].map((c, i) => [c, {
+    'redislock-rs-redlock': s(ours[i]),
+    'redislock-rs-redlock-tokio': s(tokio[i]),
+    'redlock-quorum': s(peer[i])
+  }]))
+  return [
+    // 1 server: 0.99× (MISS), 2× exactly (PASS), 1.5× (MISS); tokio below every target
+    { servers: ['127.0.0.1:6379'], uncontended: unc([990, 20000, 15000], [500, 5000, 5000], [1000, 10000, 10000]) },
+    // 3 servers: 1× exactly, 3×, 2.5× (all PASS); tokio at 0.5×
+    { servers: ['a:1', 'b:2', 'c:3'], uncontended: unc([1000, 30000, 25000], [500, 5000, 5000], [1000, 10000, 10000]) }
+  ]
+}
+
+test('redlockFaceChecks: one row per topology and worker count, judged on the JS-thread engine only', () => {
+  const rows = report.redlockFaceChecks(redlockFixture())
+  assert.strictEqual(rows.length, 6)
+  assert.deepStrictEqual(rows.map((r) => r.status), ['MISS', 'PASS', 'MISS', 'PASS', 'PASS', 'PASS'])
+  assert.match(rows[0].name, /redlock ≥ 1× redlock's cycles\/s, 1 server, 1 worker, JS-thread engine$/)
+  assert.match(rows[4].name, /≥ 2× redlock's cycles\/s, 3 servers, 16 workers, JS-thread engine$/)
+  assert.match(rows[1].detail, /^2\.00× \(20,000 vs 10,000 cycles\/s;/)
+  // The tokio engine's ratio is reported, and does not decide the row.
+  assert.match(rows[4].detail, /tokio engine 0\.50× \(5,000 cycles\/s; informational\)$/)
+  assert.deepStrictEqual(report.redlockFaceChecks(null), [])
+  const R = redlockFixture()
+  delete R[1].uncontended[128]['redislock-rs-redlock']
+  const last = report.redlockFaceChecks(R)[5]
+  assert.strictEqual(last.status, 'n/a')
+  assert.strictEqual(last.detail, 'not measured')
+})
+
 // ---------------------------------------------------------------- redisson-sync
 
 const { runGroups, runHandoffs } = require('./measure')
