@@ -28,19 +28,19 @@ export declare class Completer {
    */
   lockx(endpoint: number, id: number, op: LockOp, key: string, token: string, nums: Float64Array): void
   /** r" A Redlock operation on several endpoints (`nums` by `Slot`). */
-  quorum(endpoints: Array<number>, id: number, op: LockOp, key: string, token: string, nums: Float64Array): void
+  quorum(endpoints: Uint32Array, id: number, op: LockOp, key: string, token: string, nums: Float64Array): void
   /**
    * r" A node-redlock operation: script set `scripts`, resources `keys`
    * r" (`nums` by `Slot`).
    */
-  redlock(endpoints: Array<number>, id: number, op: LockOp, scripts: number, keys: Array<string>, value: string, nums: Float64Array): void
+  redlock(endpoints: Uint32Array, id: number, op: LockOp, scripts: number, keys: Array<string>, value: string, nums: Float64Array): void
   /**
    * r" A redis-semaphore face operation: the mutex or semaphore at `key`
    * r" for holder `identifier` (`nums` by `Slot`).
    */
   semaphore(endpoint: number, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
   /** r" The same for the Redlock variants, on several endpoints. */
-  semaphores(endpoints: Array<number>, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
+  semaphores(endpoints: Uint32Array, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
   /** r" A Redisson face operation (`nums` by `Slot`). */
   redisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Float64Array): void
   /**
@@ -156,6 +156,16 @@ export declare const enum Flag {
   Votes = 8,
 }
 
+/**
+ * A [`QuorumGrant`] whose validity is under 2^31 ms and whose attempts
+ * are under this reaches JavaScript as the number `validityMs *
+ * GRANT_SPAN + attempts` (lib/native/wire.js `unpackGrant`): an object
+ * made through napi (its property names interned on every call) took
+ * 4.4 % of the JavaScript thread's samples for the redlock 4 face at 16
+ * workers (benchmark/NOTES.md §29).
+ */
+export declare const GRANT_SPAN: number
+
 /** The grant as JavaScript sees it. */
 export interface Granted {
   fencing?: bigint
@@ -233,7 +243,7 @@ export declare function loopExtend(endpoint: number, id: number, key: string, to
 export declare function loopLockx(endpoint: number, id: number, op: LockOp, key: string, token: string, nums: Float64Array): void
 
 /** r" A Redlock operation on several endpoints (`nums` by `Slot`). */
-export declare function loopQuorum(endpoints: Array<number>, id: number, op: LockOp, key: string, token: string, nums: Float64Array): void
+export declare function loopQuorum(endpoints: Uint32Array, id: number, op: LockOp, key: string, token: string, nums: Float64Array): void
 
 /** r" A Redisson face operation (`nums` by `Slot`). */
 export declare function loopRedisson(endpoint: number, id: number, op: RedissonOp, name: string, channel: string, field: string, aux: string, adapter: string, nums: Float64Array): void
@@ -242,7 +252,7 @@ export declare function loopRedisson(endpoint: number, id: number, op: RedissonO
  * r" A node-redlock operation: script set `scripts`, resources `keys`
  * r" (`nums` by `Slot`).
  */
-export declare function loopRedlock(endpoints: Array<number>, id: number, op: LockOp, scripts: number, keys: Array<string>, value: string, nums: Float64Array): void
+export declare function loopRedlock(endpoints: Uint32Array, id: number, op: LockOp, scripts: number, keys: Array<string>, value: string, nums: Float64Array): void
 
 /** r" Deletes `key` if `token` holds it: `false` when not ours. */
 export declare function loopRelease(endpoint: number, id: number, key: string, token: string): void
@@ -261,7 +271,7 @@ export declare function loopRsync(endpoint: number, id: number, op: SyncOp, name
 export declare function loopSemaphore(endpoint: number, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
 
 /** r" The same for the Redlock variants, on several endpoints. */
-export declare function loopSemaphores(endpoints: Array<number>, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
+export declare function loopSemaphores(endpoints: Uint32Array, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
 
 /**
  * How an operation ended; the binding exports the table for
@@ -279,7 +289,8 @@ export declare const enum Outcome {
 
 /**
  * A grant every server voted for, without the per-server votes (a
- * smaller object for the common case).
+ * smaller answer for the common case): one number when it fits (see
+ * [`GRANT_SPAN`]), else this object.
  */
 export interface QuorumGrant {
   granted: boolean

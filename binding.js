@@ -841,6 +841,7 @@ module.exports.RedisConnection = nativeBinding.RedisConnection
 module.exports.endpointName = nativeBinding.endpointName
 module.exports.engineStats = nativeBinding.engineStats
 module.exports.Flag = nativeBinding.Flag
+module.exports.GRANT_SPAN = nativeBinding.GRANT_SPAN
 module.exports.keeperDrop = nativeBinding.keeperDrop
 module.exports.keeperEnv = nativeBinding.keeperEnv
 module.exports.keeperPoll = nativeBinding.keeperPoll

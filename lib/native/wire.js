@@ -7,7 +7,7 @@
  * number is copied here; `nums` fills an operation's numbers by slot name.
  */
 
-const { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome } = require('./loader')
+const { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, GRANT_SPAN } = require('./loader')
 
 // Slot numbers by the names `nums` takes them: { time, retries, … } → Slot.Time, ….
 const INDEX = new Map(Object.keys(Slot)
@@ -59,4 +59,15 @@ function saved (copy) {
   return SCRATCH
 }
 
-module.exports = { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, nums, keep, saved }
+/**
+ * A Redlock operation's answer as a report: a grant every server voted
+ * for may come as one number, `validityMs * GRANT_SPAN + attempts`
+ * (src/node/wire/done.rs `QuorumGrant`), anything else as its object.
+ */
+function unpackGrant (value) {
+  if (typeof value !== 'number') return value
+  const attempts = value % GRANT_SPAN
+  return { granted: true, validityMs: (value - attempts) / GRANT_SPAN, attempts }
+}
+
+module.exports = { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, nums, keep, saved, unpackGrant }

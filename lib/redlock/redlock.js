@@ -16,7 +16,7 @@ const EventEmitter = require('events')
 const Promise = require('bluebird')
 const { start } = require('../native/bridge')
 const { redlockScripts, redlockScriptSet } = require('../native/loader')
-const { LockOp, Flag: { Wake: F_WAKE }, Outcome: { Yes: YES }, nums } = require('../native/wire')
+const { LockOp, Flag: { Wake: F_WAKE }, Outcome: { Yes: YES }, nums, unpackGrant } = require('../native/wire')
 const { serversFor } = require('../common/servers')
 const { randomHex16 } = require('../common/random')
 const { instrument } = require('../common/trace')
@@ -218,8 +218,9 @@ function clientErrors (redlock, report) {
   })
 }
 
-function settleLock (redlock, ctx, outcome, err, resolve, reject, report) {
+function settleLock (redlock, ctx, outcome, err, resolve, reject, value) {
   if (err) return reject(wrapped(err, 0))
+  const report = unpackGrant(value)
   clientErrors(redlock, report)
   if (!report.granted) {
     const e = new LockError('Exceeded ' + ctx.retryCount + ' attempts to lock the resource "' + ctx.resource + '".', report.attempts)

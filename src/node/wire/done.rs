@@ -93,12 +93,32 @@ pub struct QuorumReport {
 }
 
 /// A grant every server voted for, without the per-server votes (a
-/// smaller object for the common case).
+/// smaller answer for the common case): one number when it fits (see
+/// [`GRANT_SPAN`]), else this object.
 #[napi(object)]
 pub struct QuorumGrant {
     pub granted: bool,
     pub validity_ms: f64,
     pub attempts: f64,
+}
+
+/// A [`QuorumGrant`] whose validity is under 2^31 ms and whose attempts
+/// are under this reaches JavaScript as the number `validityMs *
+/// GRANT_SPAN + attempts` (lib/native/wire.js `unpackGrant`): an object
+/// made through napi (its property names interned on every call) took
+/// 4.4 % of the JavaScript thread's samples for the redlock 4 face at 16
+/// workers (benchmark/NOTES.md §29).
+#[napi]
+pub const GRANT_SPAN: u32 = 1 << 21;
+
+impl QuorumGrant {
+    /// The grant as one number, when it fits exactly.
+    fn packed(&self) -> Option<f64> {
+        let (v, a) = (self.validity_ms, self.attempts);
+        let whole = v.fract() == 0.0 && a.fract() == 0.0;
+        let fits = (0.0..2_147_483_648.0).contains(&v) && a >= 0.0 && a < f64::from(GRANT_SPAN);
+        (self.granted && whole && fits).then(|| v * f64::from(GRANT_SPAN) + a)
+    }
 }
 
 /// One server's part in a Redlock operation.
@@ -143,7 +163,10 @@ impl ToNapiValue for Item {
                 Item::Value(Value::Age(us)) => f64::to_napi_value(env, us as f64),
                 Item::Value(Value::Inspected(i)) => Inspected::to_napi_value(env, i),
                 Item::Value(Value::Report(r)) => QuorumReport::to_napi_value(env, r),
-                Item::Value(Value::Granted(g)) => QuorumGrant::to_napi_value(env, g),
+                Item::Value(Value::Granted(g)) => match g.packed() {
+                    Some(n) => f64::to_napi_value(env, n),
+                    None => QuorumGrant::to_napi_value(env, g),
+                },
                 Item::Value(Value::Released) => bool::to_napi_value(env, true),
                 Item::Value(Value::Count(n)) => f64::to_napi_value(env, n as f64),
             }
