@@ -11,7 +11,7 @@ const { tokioEngineFor } = require('../native/bridge')
 const { endpointName } = require('../native/loader')
 
 /**
- * `{ engine, endpoints, prefix, names, cluster }` for `clients` (an array
+ * `{ engine, endpoints (a Uint32Array), prefix, names, cluster }` for `clients` (an array
  * of what createLock takes), on database `db` if given (else each
  * client's own); `what` names the caller in errors. The
  * JS-thread engine runs them unless one needs the tokio engine (Redis
@@ -24,7 +24,9 @@ function serversFor (clients, what, db) {
   const engines = new Set(targets.map((t) => t.engine))
   return {
     engine: engines.size === 1 ? targets[0].engine : tokioEngineFor(),
-    endpoints: targets.map((t) => t.endpoint),
+    // A Uint32Array: the native entries read it in place (an Array costs a
+    // conversion per element; benchmark/NOTES.md §29).
+    endpoints: Uint32Array.from(targets, (t) => t.endpoint),
     prefix: targets[0].prefix,
     names: targets.map((t) => endpointName(t.endpoint)),
     cluster: targets.some((t) => t.cluster)

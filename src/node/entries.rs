@@ -58,15 +58,15 @@ entries! {
     /// (`nums` by `Slot`).
     lockx / loop_lockx (endpoint: u32; op: LockOp, key: String, token: String, nums: &[f64]) => lockx::lockx;
     /// A Redlock operation on several endpoints (`nums` by `Slot`).
-    quorum / loop_quorum (endpoints: Vec<u32>; op: LockOp, key: String, token: String, nums: &[f64]) => quorum::quorum;
+    quorum / loop_quorum (endpoints: &[u32]; op: LockOp, key: String, token: String, nums: &[f64]) => quorum::quorum;
     /// A node-redlock operation: script set `scripts`, resources `keys`
     /// (`nums` by `Slot`).
-    redlock / loop_redlock (endpoints: Vec<u32>; op: LockOp, scripts: u32, keys: Vec<String>, value: String, nums: &[f64]) => redlock::redlock;
+    redlock / loop_redlock (endpoints: &[u32]; op: LockOp, scripts: u32, keys: Vec<String>, value: String, nums: &[f64]) => redlock::redlock;
     /// A redis-semaphore face operation: the mutex or semaphore at `key`
     /// for holder `identifier` (`nums` by `Slot`).
     semaphore / loop_semaphore (endpoint: u32; op: LockOp, key: String, identifier: String, nums: &[f64]) => semaphore::semaphore;
     /// The same for the Redlock variants, on several endpoints.
-    semaphores / loop_semaphores (endpoints: Vec<u32>; op: LockOp, key: String, identifier: String, nums: &[f64]) => semaphore::semaphores;
+    semaphores / loop_semaphores (endpoints: &[u32]; op: LockOp, key: String, identifier: String, nums: &[f64]) => semaphore::semaphores;
     /// A Redisson face operation (`nums` by `Slot`).
     redisson / loop_redisson (endpoint: u32; op: RedissonOp, name: String, channel: String, field: String, aux: String, adapter: String, nums: &[f64]) => redisson::redisson;
     /// A Java Redisson synchronizer operation (RSemaphore,

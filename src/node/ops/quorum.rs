@@ -87,13 +87,15 @@ pub(crate) fn random() -> f64 {
 /// right after the call is never lost. Every server's command goes out at
 /// once.
 pub(crate) fn quorum<E: Engine>(
-    endpoints: Vec<u32>,
+    endpoints: &[u32],
     op: LockOp,
     key: String,
     token: String,
     nums: &[f64],
 ) -> impl Future<Output = Result<Reply>> {
     let nums = Nums::new(nums);
+    // A Uint32Array read in place, copied for the operation.
+    let endpoints = endpoints.to_vec();
     let cancel = acquire_slot(op, &nums);
     async move {
         let targets = targets(&endpoints)?;

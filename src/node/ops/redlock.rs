@@ -40,7 +40,7 @@ use crate::waiting::wakeups::Source;
 /// `Retries`, `Delay` and `JitterMs` (node-redlock 5 retries releases). An
 /// acquire's cancel slot is registered now, before it starts.
 pub(crate) fn redlock<E: Engine>(
-    endpoints: Vec<u32>,
+    endpoints: &[u32],
     op: LockOp,
     script_set: u32,
     keys: Vec<String>,
@@ -48,6 +48,8 @@ pub(crate) fn redlock<E: Engine>(
     nums: &[f64],
 ) -> impl Future<Output = Result<Reply>> {
     let nums = Nums::new(nums);
+    // A Uint32Array read in place, copied for the operation.
+    let endpoints = endpoints.to_vec();
     let cancel = acquire_slot(op, &nums);
     async move {
         let nums = nums?;

@@ -218,13 +218,15 @@ pub(crate) fn semaphore<E: Engine>(
 /// quorum; a release answers `Yes` when a quorum gave its places back
 /// (theirs never fails a release; neither does the face).
 pub(crate) fn semaphores<E: Engine>(
-    endpoints: Vec<u32>,
+    endpoints: &[u32],
     op: LockOp,
     key: String,
     identifier: String,
     nums: &[f64],
 ) -> impl Future<Output = Result<Reply>> {
     let nums = Nums::new(nums);
+    // A Uint32Array read in place, copied for the operation.
+    let endpoints = endpoints.to_vec();
     let cancel = nums.as_ref().ok().and_then(cancel_slot_of);
     async move {
         let nums = nums?;
