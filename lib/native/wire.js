@@ -27,7 +27,7 @@ const SCRATCH = new Float64Array(Slot.Count)
  * `replicas`, `replicaTimeoutMs`, `serverTimeoutMs`, `jitterMs`,
  * `waitMs`, `permits`, …; see src/node/wire/nums.rs), 0 where not given.
  * The array returned is the one every call fills: pass it straight to
- * the native call, with no other `nums` or `saved` call in between.
+ * the native call, with no other `nums` or `blank` call in between.
  */
 function nums (fields) {
   SCRATCH.fill(0)
@@ -40,22 +40,11 @@ function nums (fields) {
 }
 
 /**
- * `fields` as `nums` fills them, in a plain array of their own, for a
- * lock whose operations all start from the same numbers (see `saved`).
+ * The same buffer as `nums`'s, zeroed, for a caller that writes its
+ * numbers by `Slot` itself (no lookup by name), under the same rule.
  */
-function keep (fields) {
-  const filled = nums(fields)
-  const copy = new Array(filled.length)
-  for (let i = 0; i < filled.length; i++) copy[i] = filled[i]
-  return copy
-}
-
-/**
- * The numbers `copy` (from `keep`) as an operation's, in the same buffer
- * as `nums`'s and under the same rule.
- */
-function saved (copy) {
-  SCRATCH.set(copy)
+function blank () {
+  SCRATCH.fill(0)
   return SCRATCH
 }
 
@@ -70,4 +59,4 @@ function unpackGrant (value) {
   return { granted: true, validityMs: (value - attempts) / GRANT_SPAN, attempts }
 }
 
-module.exports = { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, nums, keep, saved, unpackGrant }
+module.exports = { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, nums, blank, unpackGrant }

@@ -17,9 +17,10 @@
 
 const crypto = require('crypto')
 const { start } = require('../native/bridge')
-const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { Yes: YES }, Slot, keep, saved } = require('../native/wire')
+const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { Yes: YES }, Slot, blank } = require('../native/wire')
 
 const { Flags: SLOT_FLAGS, Env: SLOT_ENV, Hold: SLOT_HOLD, MaxLagMs: SLOT_MAX_LAG, Cancel: SLOT_CANCEL } = Slot
+const { Time: SLOT_TIME, Limit: SLOT_LIMIT, Permits: SLOT_PERMITS, Attempts: SLOT_ATTEMPTS, WaitMs: SLOT_WAIT_MS, Delay: SLOT_DELAY } = Slot
 const native = require('../native/loader')
 const { endpointName } = native
 const keeper = require('../common/keeper')
@@ -38,18 +39,26 @@ function defaultOnLockLost (err) {
   throw err
 }
 
-// Hidden per-lock state, in one non-enumerable property (the lock keeps
-// redis-semaphore's own properties): where its operations go (`target`),
-// its hold with the keeper, its lost-lock signal's controller, the
-// wakeOnRelease flag and the numbers every operation sends (made once).
-const kState = Symbol('redislock-rs.state')
-
 /** Sets where `lock`'s operations go (the classes' constructors). */
 function setTarget (lock, target) {
-  lock[kState].target = target
+  stateOf(lock).target = target
 }
 
+let stateOf
+
 class Lock {
+  // Hidden per-lock state, in one private field (the lock keeps
+  // redis-semaphore's own properties, and a private field costs no
+  // property definition per lock: Object.defineProperty took 2 % of the
+  // JavaScript thread at 16 workers, NOTES §29): where its operations go
+  // (`target`), its hold with the keeper, its lost-lock signal's
+  // controller and the wakeOnRelease flag.
+  #state
+
+  static {
+    stateOf = (lock) => lock.#state
+  }
+
   constructor ({
     lockTimeout = defaultTimeoutOptions.lockTimeout,
     acquireTimeout = defaultTimeoutOptions.acquireTimeout,
@@ -92,9 +101,7 @@ class Lock {
     this._acquireOptions = { lockTimeout, acquireTimeout, acquireAttemptsLimit, retryInterval, identifier: this._identifier }
     this._refreshTimeInterval = refreshInterval
     this._onLockLost = onLockLost
-    Object.defineProperty(this, kState, {
-      value: { target: null, hold: 0, controller: null, wake: wakeOnRelease === true ? F_WAKE : 0, base: null }
-    })
+    this.#state = { target: null, hold: 0, controller: null, wake: wakeOnRelease === true ? F_WAKE : 0 }
   }
 
   get identifier () {
@@ -111,7 +118,7 @@ class Lock {
    * A new one after each acquire.
    */
   get signal () {
-    const st = this[kState]
+    const st = this.#state
     if (st.controller === null) st.controller = new AbortController()
     return st.controller.signal
   }
@@ -165,7 +172,7 @@ class Lock {
   }
 
   release () {
-    const st = this[kState]
+    const st = this.#state
     const hold = st.hold
     if (hold !== 0) keeper.unwatch(hold)
     st.hold = 0
@@ -177,7 +184,7 @@ class Lock {
 
   /** Stops refreshing (the lock then expires by its lockTimeout), sending nothing. */
   stopRefresh () {
-    const st = this[kState]
+    const st = this.#state
     const hold = st.hold
     if (hold === 0) return
     keeper.unwatch(hold)
@@ -187,7 +194,7 @@ class Lock {
   }
 
   _watch (hold) {
-    const st = this[kState]
+    const st = this.#state
     st.hold = hold
     const t = st.target
     const where = { endpoint: firstEndpoint(t), key: t.prefix + this._key, token: this._identifier }
@@ -207,17 +214,14 @@ class Lock {
   }
 
   _target () {
-    return this[kState].target
+    return this.#state.target
   }
 
   /** One native operation, settled by `settle` (the hold is its second argument). */
   _native (op, hold, cancel, settle) {
-    const st = this[kState]
+    const st = this.#state
     const t = st.target
-    // The lock's own numbers are the same for every operation: made once,
-    // copied per operation with the hold, flags and cancel filled in.
-    if (st.base === null) st.base = baseNumbers(this)
-    const args = saved(st.base)
+    const args = numbersOf(this)
     args[SLOT_FLAGS] = (hold !== 0 ? F_KEEP : 0) | (op === LockOp.Extend ? 0 : st.wake)
     if (hold !== 0 || cancel !== null) args[SLOT_ENV] = keeper.envId()
     if (hold !== 0) {
@@ -239,24 +243,28 @@ class Lock {
   }
 }
 
-/** The numbers of every operation of `lock` (lib/native/wire.js `keep`). */
-function baseNumbers (lock) {
+/**
+ * The numbers every operation of `lock` starts from, written by slot into
+ * lib/native/wire.js's buffer (`blank`; a lock is often made for one use,
+ * so nothing is kept per lock).
+ */
+function numbersOf (lock) {
   const o = lock._acquireOptions
-  return keep({
-    time: o.lockTimeout,
-    limit: lock._limit || 0,
-    permits: lock._permits || 0,
-    attempts: o.acquireAttemptsLimit === Number.POSITIVE_INFINITY ? -1 : o.acquireAttemptsLimit,
-    waitMs: o.acquireTimeout === Number.POSITIVE_INFINITY ? -1 : Math.ceil(o.acquireTimeout),
-    delay: Math.ceil(o.retryInterval)
-  })
+  const args = blank()
+  args[SLOT_TIME] = o.lockTimeout
+  args[SLOT_LIMIT] = lock._limit || 0
+  args[SLOT_PERMITS] = lock._permits || 0
+  args[SLOT_ATTEMPTS] = o.acquireAttemptsLimit === Number.POSITIVE_INFINITY ? -1 : o.acquireAttemptsLimit
+  args[SLOT_WAIT_MS] = o.acquireTimeout === Number.POSITIVE_INFINITY ? -1 : Math.ceil(o.acquireTimeout)
+  args[SLOT_DELAY] = Math.ceil(o.retryInterval)
+  return args
 }
 
 /** A grant's bookkeeping: held, and watched by the keeper when refreshed. */
 function granted (lock, hold) {
   lock._acquired = true
   lock._acquiredExternally = false
-  lock[kState].controller = null
+  stateOf(lock).controller = null
   if (hold !== 0) lock._watch(hold)
 }
 
@@ -278,7 +286,7 @@ function settleOrTimeout (lock, hold, outcome, err, resolve, reject) {
 
 /** release's end; as theirs, a failed release (one server) leaves the flags, a Redlock variant's never fails. */
 function settleRelease (lock, hold, outcome, err, resolve, reject) {
-  if (err && lock[kState].target.endpoints === undefined) return reject(err)
+  if (err && stateOf(lock).target.endpoints === undefined) return reject(err)
   lock._acquired = false
   lock._acquiredExternally = false
   resolve()
@@ -306,7 +314,7 @@ function ms (v, name, min, infinite) {
 
 // diagnostics_channel (lib/common/trace.js).
 const about = (lock) => {
-  const t = lock[kState].target
+  const t = stateOf(lock).target
   return { kind: lock._kind, servers: t === null ? [] : (t.names || [endpointName(t.endpoint)]) }
 }
 trace.instrument(Lock.prototype, 'semaphore', about, {
