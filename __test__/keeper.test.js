@@ -9,9 +9,13 @@
  *
  * On the tokio engine the grant (and the keeper's start) happen on the I/O
  * thread while JavaScript is blocked, so the keeper reports the stall before
- * JavaScript sees the grant. On the JS-thread engine the request is only
- * written once the loop turns again, so the same script ends with a lock
- * that is renewed; the invariant holds either way.
+ * JavaScript sees the grant. On the JS-thread engine the operation and the
+ * keeper's start run on the blocked thread: a request on a connection still
+ * opening is written once the loop turns again (the lock is then renewed);
+ * a lone caller's request on an open connection is written at once
+ * (src/node/engine/jsloop/batch.rs `lone`), so its grant lands during the
+ * block and its 300 ms lease is over before the keeper can renew it (told,
+ * `expired`). The invariant holds either way.
  */
 
 const { test } = require('node:test')
@@ -39,12 +43,16 @@ async function assertRenewedOrTold (lock, key) {
   assert.equal(owner, null, 'nobody else took it')
   assert.equal(lock.signal.aborted, true, 'no longer renewed, so its signal says so')
   assert.equal(lock.signal.reason.name, 'LockLostError')
-  assert.equal(lock.signal.reason.reason, 'event-loop-stalled')
+  assert.ok(reasons.includes(lock.signal.reason.reason), `lost for ${lock.signal.reason.reason}`)
   assert.equal(lock.signal.reason.key, key)
   return 'told'
 }
 
-const expected = process.env.REDISLOCK_RS_ENGINE === 'tokio' ? 'told' : undefined
+const tokio = process.env.REDISLOCK_RS_ENGINE === 'tokio'
+const expected = tokio ? 'told' : undefined
+// Why a told lock was lost: the stall the keeper saw, or (JS-thread engine)
+// a lease that ended before the keeper saw the grant.
+const reasons = tokio ? ['event-loop-stalled'] : ['event-loop-stalled', 'expired']
 
 test('a loss before watch() with no other kept lock (the priming poll) reaches the signal', async () => {
   const lock = stalled()
