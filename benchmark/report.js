@@ -250,6 +250,11 @@ function quorumChecks (Rq, workers) {
 
 const serversLabel = (n) => `${n} server${n === 1 ? '' : 's'}`
 
+/** A face check's aside on the tokio engine (informational): its ratio to `peer`, or nothing when not measured. */
+function tokioAside (t, peer, more = '') {
+  return t ? `; tokio engine ${times(ratio(t.cyclesPerSec, peer.cyclesPerSec))} (${fmtInt(t.cyclesPerSec)} cycles/s${more}; informational)` : ''
+}
+
 /**
  * The node-redlock face (issue 20's targets): per topology (1 server, 3
  * servers) and worker count, redislock-rs/redlock's cycles/s on the
@@ -269,9 +274,7 @@ function redlockFaceChecks (Rf) {
       const name = `redislock-rs/redlock ≥ ${want}× redlock's cycles/s, ${serversLabel(n)}, ${workersLabel(c)}, JS-thread engine`
       if (!a || !b) { out.push(check(name, null, 'not measured')); continue }
       const x = ratio(a.cyclesPerSec, b.cyclesPerSec)
-      const t = sc[RS_REDLOCK_TOKIO]
-      const tokio = t ? `; tokio engine ${times(ratio(t.cyclesPerSec, b.cyclesPerSec))} (${fmtInt(t.cyclesPerSec)} cycles/s; informational)` : ''
-      out.push(check(name, x >= want, `${times(x)} (${fmtInt(a.cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s; p50 ${fmt(a.p50, 3)} vs ${fmt(b.p50, 3)} ms)${tokio}`))
+      out.push(check(name, x >= want, `${times(x)} (${fmtInt(a.cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s; p50 ${fmt(a.p50, 3)} vs ${fmt(b.p50, 3)} ms)${tokioAside(sc[RS_REDLOCK_TOKIO], b)}`))
     }
   }
   return out
@@ -313,10 +316,9 @@ function semaphoreFaceChecks (Rs) {
       if (!a || !b) { out.push(check(name, null, 'not measured')); continue }
       const x = ratio(a.cyclesPerSec, b.cyclesPerSec)
       const t = sc[semOursTokio(kind)]
-      const tokio = t ? `; tokio engine ${times(ratio(t.cyclesPerSec, b.cyclesPerSec))} (${fmtInt(t.cyclesPerSec)} cycles/s, CPU ${cpu(t)} µs; informational)` : ''
       out.push(check(name, x >= want,
         `${times(x)} (${fmtInt(a.cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s; p50 ${fmt(a.p50, 3)} vs ${fmt(b.p50, 3)} ms; ` +
-        `process / JS-thread CPU µs/cycle ${cpu(a)} vs ${cpu(b)})${tokio}`))
+        `process / JS-thread CPU µs/cycle ${cpu(a)} vs ${cpu(b)})${tokioAside(t, b, t && `, CPU ${cpu(t)} µs`)}`))
     }
   }
   return out

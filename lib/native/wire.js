@@ -30,13 +30,13 @@ const SCRATCH = new Float64Array(Slot.Count)
  * the native call, with no other `nums` or `blank` call in between.
  */
 function nums (fields) {
-  SCRATCH.fill(0)
+  const args = blank()
   for (const name in fields) {
     const v = fields[name]
     const slot = INDEX.get(name)
-    if (v !== undefined && slot !== undefined) SCRATCH[slot] = v
+    if (v !== undefined && slot !== undefined) args[slot] = v
   }
-  return SCRATCH
+  return args
 }
 
 /**

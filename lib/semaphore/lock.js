@@ -286,7 +286,7 @@ function settleOrTimeout (lock, hold, outcome, err, resolve, reject) {
 
 /** release's end; as theirs, a failed release (one server) leaves the flags, a Redlock variant's never fails. */
 function settleRelease (lock, hold, outcome, err, resolve, reject) {
-  if (err && stateOf(lock).target.endpoints === undefined) return reject(err)
+  if (err && lock._target().endpoints === undefined) return reject(err)
   lock._acquired = false
   lock._acquiredExternally = false
   resolve()
@@ -314,7 +314,7 @@ function ms (v, name, min, infinite) {
 
 // diagnostics_channel (lib/common/trace.js).
 const about = (lock) => {
-  const t = stateOf(lock).target
+  const t = lock._target()
   return { kind: lock._kind, servers: t === null ? [] : (t.names || [endpointName(t.endpoint)]) }
 }
 trace.instrument(Lock.prototype, 'semaphore', about, {

@@ -3,7 +3,8 @@
 //! [`Outcome`]); a `Failed` or `Value` outcome takes the next item of
 //! `values`: an `Error` with its `code` as a field (`ERR_REDIS_TIMEOUT`,
 //! …), or the operation's value as an object or number. The packing is
-//! written here and read in lib/native/bridge.js, nowhere else.
+//! written here and read in lib/native/bridge.js (and a packed Redlock
+//! grant in lib/native/wire.js `unpackGrant`), nowhere else.
 
 use napi::bindgen_prelude::*;
 use napi::sys;
