@@ -354,7 +354,8 @@ export declare function relayReply(ticket: number, reply?: Buffer | undefined | 
 export interface ServerVote {
   /**
    * `acquired`, `held`, `released`, `extended`, `not-ours`, `timeout`,
-   * `unreachable` or `error`.
+   * `unreachable`, `error` or `unheard` (an acquire settled by a
+   * majority before this server answered).
    */
   outcome: string
   error?: string

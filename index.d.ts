@@ -198,7 +198,11 @@ export interface QuorumLockOptions {
 export interface ServerOutcome {
   /** `host:port/db` (or `unix:path/db`). */
   server: string
-  outcome: 'acquired' | 'held' | 'released' | 'extended' | 'not-ours' | 'timeout' | 'unreachable' | 'error'
+  /**
+   * `unheard`: an acquire settled on a majority before this server answered
+   * (its command was sent; seen only when no validity was left).
+   */
+  outcome: 'acquired' | 'held' | 'released' | 'extended' | 'not-ours' | 'timeout' | 'unreachable' | 'error' | 'unheard'
   /** The underlying error's message, for `unreachable` and `error`. */
   error?: string
 }

@@ -543,3 +543,138 @@ async fn reentrant_try_lock_waits_out_the_holders_lease() {
         .expect("hget");
     assert_eq!(count, 2);
 }
+
+/// Stops (SIGSTOP) or resumes (SIGCONT) a test's own redis-server.
+fn signal(server: &Server, sig: &str) {
+    let status = Command::new("kill")
+        .args([sig, &server.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill {sig} failed");
+}
+
+/// Three servers, the third paused after its connection is made: an
+/// acquire settles on the two that answer (the third's outcome is
+/// `Unheard`, not a timeout it would have waited for), and its `SET`,
+/// already sent, lands once the server runs again. node-redlock 5's face
+/// (`Settle::AllServers`) still waits for every vote.
+#[tokio::test]
+async fn a_quorum_acquire_settles_on_a_majority_without_the_slowest_server() {
+    use redislock_rs::locks::quorum::{self, Outcome, QuorumOptions, Settle};
+    use redislock_rs::locks::redlock::{self, RedlockOptions, Resources, Scripts};
+    let servers = [Server::start(), Server::start(), Server::start()];
+    let conns = futures_conns(&servers).await;
+    let connect = |i: usize| {
+        let c = conns[i].clone();
+        async move { Ok::<_, Error>(c) }
+    };
+    signal(&servers[2], "-STOP");
+    let within = Duration::from_secs(2);
+
+    let opts = QuorumOptions {
+        ttl_ms: 30_000,
+        retries: Retries::Count(0),
+        delay: Duration::ZERO,
+        server_timeout: within,
+        jitter: Duration::ZERO,
+    };
+    let r = quorum::acquire(
+        3,
+        connect,
+        &TokioTimer,
+        "q:settle",
+        "t1",
+        &opts,
+        &|| 0.5,
+        None,
+        None,
+    )
+    .await
+    .expect("acquire");
+    assert!(r.granted, "{r:?}");
+    assert_eq!(r.outcomes[..2], [Outcome::Acquired, Outcome::Acquired]);
+    assert_eq!(r.outcomes[2], Outcome::Unheard);
+
+    let keys = ["r:settle".to_string()];
+    let res = Resources {
+        keys: &keys,
+        value: "v1",
+    };
+    let scripts = Scripts::redlock();
+    let mut ropts = RedlockOptions {
+        ttl_ms: 30_000,
+        retries: Retries::Count(0),
+        delay: Duration::ZERO,
+        jitter: Duration::ZERO,
+        server_timeout: within,
+        drift_factor: 0.01,
+        settle: Settle::Majority,
+    };
+    let r = redlock::acquire(
+        3,
+        connect,
+        &TokioTimer,
+        &scripts,
+        res,
+        &ropts,
+        &|| 0.5,
+        None,
+        None,
+    )
+    .await
+    .expect("redlock acquire");
+    assert!(r.granted, "{r:?}");
+    assert_eq!(r.outcomes[2], Outcome::Unheard);
+
+    // Every vote waited for: the paused server times out.
+    let keys = ["r:settle:all".to_string()];
+    ropts.settle = Settle::AllServers;
+    let res = Resources {
+        keys: &keys,
+        value: "v2",
+    };
+    let r = redlock::acquire(
+        3,
+        connect,
+        &TokioTimer,
+        &scripts,
+        res,
+        &ropts,
+        &|| 0.5,
+        None,
+        None,
+    )
+    .await
+    .expect("redlock acquire, every vote");
+    assert!(r.granted, "{r:?}");
+    assert_eq!(r.outcomes[2], Outcome::Timeout);
+
+    // The unheard SET was sent: it lands once the server runs again. (A
+    // script's EVALSHA was sent too; on this fresh server it answers
+    // NOSCRIPT, and nobody listens for that any more: no harm, the lock
+    // stands on its majority.)
+    signal(&servers[2], "-CONT");
+    let mut third = raw(&servers[2], 0).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let q: Option<String> = redis::cmd("GET")
+            .arg("q:settle")
+            .query_async(&mut third)
+            .await
+            .expect("get");
+        if let Some(q) = q {
+            assert_eq!(q, "t1");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the unheard SET never landed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn futures_conns(servers: &[Server]) -> Vec<redis::aio::MultiplexedConnection> {
+    let mut out = Vec::new();
+    for s in servers {
+        out.push(raw(s, 0).await);
+    }
+    out
+}

@@ -2,7 +2,10 @@
 //! holds it.
 //!
 //! Every operation goes to all servers at once, each bounded by the server
-//! timeout, and waits for all of them (or their timeouts). An acquire is
+//! timeout. An acquire settles as soon as a majority has granted it: what the others answer later cannot change the result, so
+//! the slowest server does not hold the caller up (node-redlock 5 settles
+//! the same way); the others' outcomes are then [`Outcome::Unheard`]. Every
+//! other step waits for all servers (or their timeouts). An acquire is
 //! granted only when a majority took the key **and** the validity left —
 //! TTL − elapsed − drift, with drift = TTL / 100 + 2 ms, on a monotonic
 //! clock, counted from the start of the attempt that won — is positive. A
@@ -16,9 +19,12 @@
 //! negative, and is never computed in unsigned arithmetic.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use futures_util::future::{join_all, select, Either};
+use futures_util::future::{join_all, poll_fn, select, Either};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::aio::ConnectionLike;
 
 use std::sync::Arc;
@@ -48,6 +54,9 @@ pub enum Outcome {
     Unreachable(String),
     /// Redis answered with an error.
     Failed(String),
+    /// Not answered yet when a majority had already granted the step (its
+    /// command was sent; what it answers cannot change the result).
+    Unheard,
 }
 
 impl Outcome {
@@ -62,6 +71,7 @@ impl Outcome {
             (Outcome::Timeout, _) => "timeout",
             (Outcome::Unreachable(_), _) => "unreachable",
             (Outcome::Failed(_), _) => "error",
+            (Outcome::Unheard, _) => "unheard",
         }
     }
 
@@ -76,6 +86,21 @@ impl Outcome {
     pub(crate) fn ok(&self) -> bool {
         matches!(self, Outcome::Acquired | Outcome::Done)
     }
+
+    /// No server said no: done, or not heard from after a majority had granted.
+    pub fn not_against(&self) -> bool {
+        self.ok() || *self == Outcome::Unheard
+    }
+}
+
+/// How long a step on every server waits for their answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settle {
+    /// Until every server has answered (or timed out): each outcome known.
+    AllServers,
+    /// Until a majority has done the step, or every server has answered:
+    /// the servers not heard from by then are [`Outcome::Unheard`].
+    Majority,
 }
 
 /// Which operation a report is for.
@@ -143,12 +168,17 @@ pub fn validity_ms(ttl_ms: u64, elapsed: Duration) -> i64 {
 }
 
 /// Runs `op(i, connection)` on every server `i` (`connect(i)` gives its
-/// connection), all at once, each bounded by `within`.
+/// connection), all at once, each bounded by `within`, for as long as
+/// `settle` says. With [`Settle::Majority`] it also waits for every
+/// server's connection (a server that cannot be reached is reported, not
+/// left unheard), so that every command is sent: one dropped later only
+/// stops listening for its reply.
 pub(crate) async fn on_all<C, F, Fut, Op, OpFut>(
     n: usize,
     connect: &F,
     timer: &dyn Timer,
     within: Duration,
+    settle: Settle,
     op: Op,
 ) -> Vec<Outcome>
 where
@@ -158,14 +188,19 @@ where
     Op: Fn(usize, C) -> OpFut,
     OpFut: Future<Output = Result<bool>>,
 {
+    // Which servers have their command under way (connected; the command
+    // is written in the same poll). Atomic only so that the future is Send;
+    // it is read and written from the one task that polls them all.
+    let sent: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
     let one = |i: usize| {
-        let op = &op;
+        let (op, sent) = (&op, &sent[i]);
         async move {
             let work = std::pin::pin!(async move {
                 let conn = match connect(i).await {
                     Ok(c) => c,
                     Err(e) => return Outcome::Unreachable(e.message().to_string()),
                 };
+                sent.store(true, Ordering::Relaxed);
                 match op(i, conn).await {
                     Ok(true) => Outcome::Done,
                     Ok(false) => Outcome::NotOurs,
@@ -180,7 +215,39 @@ where
             }
         }
     };
-    join_all((0..n).map(one)).await
+    if settle == Settle::AllServers {
+        return join_all((0..n).map(one)).await;
+    }
+    let mut pending: FuturesUnordered<_> = (0..n)
+        .map(|i| {
+            let work = one(i);
+            async move { (i, work.await) }
+        })
+        .collect();
+    let mut outcomes = vec![Outcome::Unheard; n];
+    let mut answered = vec![false; n];
+    let mut done = 0;
+    poll_fn(|cx| loop {
+        match pending.poll_next_unpin(cx) {
+            Poll::Ready(Some((i, outcome))) => {
+                done += usize::from(outcome.ok());
+                outcomes[i] = outcome;
+                answered[i] = true;
+            }
+            Poll::Ready(None) => return Poll::Ready(()),
+            Poll::Pending => {
+                // Decided: a majority did it, and every other server
+                // answered or has its command under way.
+                let all_sent = (0..n).all(|i| answered[i] || sent[i].load(Ordering::Relaxed));
+                return match done >= majority(n) && all_sent {
+                    true => Poll::Ready(()),
+                    false => Poll::Pending,
+                };
+            }
+        }
+    })
+    .await;
+    outcomes
 }
 
 /// Takes `key` for `token` on a majority of the `n` servers, retrying as
@@ -282,6 +349,7 @@ where
         connect,
         timer,
         opts.server_timeout,
+        Settle::Majority,
         |_, mut c: C| async move { token::try_acquire(&mut c, key, token, opts.ttl_ms).await },
     )
     .await
@@ -408,6 +476,7 @@ where
         connect,
         timer,
         server_timeout,
+        Settle::AllServers,
         |_, mut c: C| async move { token::extend(&mut c, key, token, ms).await },
     )
     .await;
@@ -474,6 +543,7 @@ where
         connect,
         timer,
         server_timeout,
+        Settle::AllServers,
         |_, mut c: C| async move {
             match announce {
                 Some(channel) => token::release_announced(&mut c, key, token, channel, false).await,

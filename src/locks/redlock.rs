@@ -21,7 +21,7 @@ use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms, MAX_MS};
-use crate::locks::quorum::{majority, on_all, Outcome, Report};
+use crate::locks::quorum::{majority, on_all, Outcome, Report, Settle};
 use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
@@ -117,6 +117,11 @@ pub struct RedlockOptions {
     pub server_timeout: Duration,
     /// redlock's `driftFactor` (0.01 by default).
     pub drift_factor: f64,
+    /// How long an acquire's attempt waits for the servers: until a
+    /// majority took the resources (redlock 4's face: no caller sees the
+    /// other votes of a grant), or every server's vote (node-redlock 5's
+    /// face, whose stats list them all). Every other step waits for all.
+    pub settle: Settle,
 }
 
 /// redlock's drift for a lease of `ttl_ms`: `round(factor × ttl) + 2` ms
@@ -244,12 +249,17 @@ where
             _ => &ttl_arg,
         }
     };
+    let settle = match r.take {
+        Take::Lock => r.opts.settle,
+        Take::Extend | Take::Renew | Take::Unlock => Settle::AllServers,
+    };
     let started = Instant::now();
     let outcomes = on_all(
         r.n,
         r.connect,
         r.timer,
         r.opts.server_timeout,
+        settle,
         |i, mut c: C| async move { run(&mut c, script, res, tail(i)).await },
     )
     .await
@@ -513,6 +523,7 @@ where
         connect,
         timer,
         server_timeout,
+        Settle::AllServers,
         |_, mut c: C| async move { run(&mut c, &scripts.unlock, res, &[]).await },
     )
     .await

@@ -27,7 +27,7 @@ use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 use crate::limits::check_not_empty;
-use crate::locks::quorum::{majority, on_all, Outcome};
+use crate::locks::quorum::{majority, on_all, Outcome, Settle};
 use crate::locks::resend::{resent, Resend};
 use crate::locks::token;
 use crate::transport::lua::Lua;
@@ -417,7 +417,7 @@ where
     Op: Fn(usize, C) -> OpFut,
     OpFut: Future<Output = Result<bool>>,
 {
-    let done: Vec<bool> = on_all(q.n, q.connect, q.timer, q.within, op)
+    let done: Vec<bool> = on_all(q.n, q.connect, q.timer, q.within, Settle::AllServers, op)
         .await
         .iter()
         .map(Outcome::ok)

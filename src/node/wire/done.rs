@@ -126,7 +126,8 @@ impl QuorumGrant {
 #[napi(object)]
 pub struct ServerVote {
     /// `acquired`, `held`, `released`, `extended`, `not-ours`, `timeout`,
-    /// `unreachable` or `error`.
+    /// `unreachable`, `error` or `unheard` (an acquire settled by a
+    /// majority before this server answered).
     pub outcome: String,
     pub error: Option<String>,
 }
