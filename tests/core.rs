@@ -678,3 +678,90 @@ async fn futures_conns(servers: &[Server]) -> Vec<redis::aio::MultiplexedConnect
     }
     out
 }
+
+/// This face's semaphore acquires pass their numbers through as text;
+/// redis-semaphore 5.8.0's (kept byte for byte as the oracle) turn them into
+/// Lua numbers. Run side by side on the same starting sets, for limits,
+/// leases (up to the largest safe integer, which Redis refuses) and
+/// permits: the same answers, and the same members, scores and TTL.
+#[tokio::test]
+async fn the_semaphore_acquires_have_the_effects_of_redis_semaphores() {
+    use redislock_rs::locks::semaphore::{
+        MULTI_ACQUIRE, SEMAPHORE_ACQUIRE, THEIR_MULTI_ACQUIRE, THEIR_SEMAPHORE_ACQUIRE,
+    };
+    let server = Server::start();
+    let mut c = raw(&server, 0).await;
+    let now: i64 = 1_733_000_000_123;
+    let starts: [&[(&str, i64)]; 4] = [
+        &[],
+        &[("old", now - 20_000), ("fresh", now - 10)],
+        &[("a", now), ("b", now - 1), ("c", now - 999)],
+        &[("x_0", now - 5), ("x_1", now - 50_000), ("y", now - 10_000)],
+    ];
+    let mut case = 0;
+    for start in starts {
+        for limit in [1u64, 2, 3, 5] {
+            for ttl in [1i64, 1000, 10_000, 9_007_199_254_740_991] {
+                for permits in [0u64, 1, 2] {
+                    case += 1;
+                    let (theirs, ours) = (format!("t:{case}"), format!("o:{case}"));
+                    let mut answers = Vec::new();
+                    for key in [&theirs, &ours] {
+                        for (m, score) in start {
+                            let _: () = redis::cmd("ZADD")
+                                .arg(key)
+                                .arg(score)
+                                .arg(m)
+                                .query_async(&mut c)
+                                .await
+                                .expect("zadd");
+                        }
+                        let ours_now = key == &ours;
+                        let (text, mut argv): (&str, Vec<String>) = match (permits, ours_now) {
+                            (0, false) => (THEIR_SEMAPHORE_ACQUIRE, vec![limit.to_string()]),
+                            (0, true) => (SEMAPHORE_ACQUIRE, vec![limit.to_string()]),
+                            (_, false) => (
+                                THEIR_MULTI_ACQUIRE,
+                                vec![limit.to_string(), permits.to_string()],
+                            ),
+                            (_, true) => {
+                                (MULTI_ACQUIRE, vec![limit.to_string(), permits.to_string()])
+                            }
+                        };
+                        argv.extend(["id".to_string(), ttl.to_string(), now.to_string()]);
+                        if ours_now {
+                            argv.push((now - ttl).to_string());
+                        }
+                        let got: redis::RedisResult<i64> = redis::Script::new(text)
+                            .key(key)
+                            .arg(argv)
+                            .invoke_async(&mut c)
+                            .await;
+                        let members: Vec<(String, f64)> = redis::cmd("ZRANGE")
+                            .arg(key)
+                            .arg(0)
+                            .arg(-1)
+                            .arg("WITHSCORES")
+                            .query_async(&mut c)
+                            .await
+                            .expect("zrange");
+                        let pttl: i64 = redis::cmd("PTTL")
+                            .arg(key)
+                            .query_async(&mut c)
+                            .await
+                            .expect("pttl");
+                        answers.push((got.map_err(|_| "an error"), members, pttl));
+                    }
+                    let (t, o) = (&answers[0], &answers[1]);
+                    let what =
+                        format!("start {start:?}, limit {limit}, ttl {ttl}, permits {permits}");
+                    assert_eq!((&t.0, &t.1), (&o.0, &o.1), "{what}");
+                    // TTLs set a moment apart: the same within 100 ms, or both none.
+                    assert_eq!(t.2 < 0, o.2 < 0, "{what}: pttl {} vs {}", t.2, o.2);
+                    assert!((t.2 - o.2).abs() < 100, "{what}: pttl {} vs {}", t.2, o.2);
+                }
+            }
+        }
+    }
+    assert_eq!(case, 4 * 4 * 4 * 3);
+}

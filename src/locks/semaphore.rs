@@ -1,7 +1,8 @@
 //! redis-semaphore 5.8's locks (`require('redislock-rs/semaphore')`), on its
-//! data layout and with its scripts byte for byte, so a redis-semaphore
+//! data layout and with its scripts, so a redis-semaphore
 //! process and this one count against the same `maxCount` and exclude each
-//! other:
+//! other (the acquires pass their numbers as text, with the same effects:
+//! see [`SEMAPHORE_ACQUIRE`]):
 //! - a mutex: the string `mutex:<key>` holding the identifier (`SET NX
 //!   PX`), refreshed by `PEXPIRE` and deleted while it holds ours;
 //! - a semaphore: the sorted set `semaphore:<key>` of holders scored by
@@ -42,14 +43,23 @@ pub const MUTEX_REFRESH: &str = "\n  local key = KEYS[1]\n  local identifier = A
 /// redis-semaphore's mutex release (`delIfEqualLua`), byte for byte.
 pub const MUTEX_RELEASE: &str = "\n  local key = KEYS[1]\n  local identifier = ARGV[1]\n\n  if redis.call('get', key) == identifier then\n    return redis.call('del', key)\n  end\n\n  return 0\n  ";
 
-/// redis-semaphore's semaphore acquire, byte for byte.
-pub const SEMAPHORE_ACQUIRE: &str = "\n  local key = KEYS[1]\n  local limit = tonumber(ARGV[1])\n  local identifier = ARGV[2]\n  local lockTimeout = tonumber(ARGV[3])\n  local now = tonumber(ARGV[4])\n  local expiredTimestamp = now - lockTimeout\n\n  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)\n\n  if redis.call('zcard', key) < limit then\n    redis.call('zadd', key, now, identifier)\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  else\n    return 0\n  end";
+/// redis-semaphore's semaphore acquire, its rule and its effects, with its
+/// numbers passed through as text: ARGV = limit, identifier, lockTimeout,
+/// now, now − lockTimeout. Theirs (`THEIR_SEMAPHORE_ACQUIRE` in the tests)
+/// turns `now` and `lockTimeout` into Lua numbers and Redis turns each one
+/// it is handed back into text (`%.17g`): a fifth of the script's time
+/// (benchmark/NOTES.md §30). For the integers this face sends (safe
+/// integers, ≤ 16 digits) the text is the same, and so are the set's
+/// members, scores and TTL (tests/core.rs checks them against theirs).
+pub const SEMAPHORE_ACQUIRE: &str = "local key = KEYS[1]\nredis.call('zremrangebyscore', key, '-inf', ARGV[5])\nif redis.call('zcard', key) < tonumber(ARGV[1]) then\n  redis.call('zadd', key, ARGV[4], ARGV[2])\n  redis.call('pexpire', key, ARGV[3])\n  return 1\nend\nreturn 0";
 
 /// redis-semaphore's semaphore refresh, byte for byte.
 pub const SEMAPHORE_REFRESH: &str = "\n  local key = KEYS[1]\n  local limit = tonumber(ARGV[1])\n  local identifier = ARGV[2]\n  local lockTimeout = tonumber(ARGV[3])\n  local now = tonumber(ARGV[4])\n  local expiredTimestamp = now - lockTimeout\n\n  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)\n\n  if redis.call('zscore', key, identifier) then\n    redis.call('zadd', key, now, identifier)\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  else\n    return 0\n  end";
 
-/// redis-semaphore's multi-semaphore acquire, byte for byte.
-pub const MULTI_ACQUIRE: &str = "\n  local key = KEYS[1]\n  local limit = tonumber(ARGV[1])\n  local permits = tonumber(ARGV[2])\n  local identifier = ARGV[3]\n  local lockTimeout = tonumber(ARGV[4])\n  local now = tonumber(ARGV[5])\n  local expiredTimestamp = now - lockTimeout\n  local args = {}\n\n  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)\n\n  if (redis.call('zcard', key) + permits) <= limit then\n    for i=0, permits - 1 do\n      table.insert(args, now)\n      table.insert(args, identifier .. '_' .. i)\n    end\n    redis.call('zadd', key, unpack(args))\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  else\n    return 0\n  end";
+/// redis-semaphore's multi-semaphore acquire, as [`SEMAPHORE_ACQUIRE`] is
+/// its semaphore acquire: ARGV = limit, permits, identifier, lockTimeout,
+/// now, now − lockTimeout.
+pub const MULTI_ACQUIRE: &str = "local key = KEYS[1]\nlocal permits = tonumber(ARGV[2])\nlocal identifier = ARGV[3]\nlocal now = ARGV[5]\nredis.call('zremrangebyscore', key, '-inf', ARGV[6])\nif (redis.call('zcard', key) + permits) <= tonumber(ARGV[1]) then\n  local args = {}\n  for i=0, permits - 1 do\n    table.insert(args, now)\n    table.insert(args, identifier .. '_' .. i)\n  end\n  redis.call('zadd', key, unpack(args))\n  redis.call('pexpire', key, ARGV[4])\n  return 1\nend\nreturn 0";
 
 /// redis-semaphore's multi-semaphore refresh, byte for byte.
 pub const MULTI_REFRESH: &str = "\n  local key = KEYS[1]\n  local limit = tonumber(ARGV[1])\n  local permits = tonumber(ARGV[2])\n  local identifier = ARGV[3]\n  local lockTimeout = tonumber(ARGV[4])\n  local now = tonumber(ARGV[5])\n  local expiredTimestamp = now - lockTimeout\n  local args = {}\n\n  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)\n\n  if redis.call('zscore', key, identifier .. '_0') then\n    for i=0, permits - 1 do\n      table.insert(args, now)\n      table.insert(args, identifier .. '_' .. i)\n    end\n    redis.call('zadd', key, unpack(args))\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  else\n    return 0\n  end";
@@ -167,8 +177,12 @@ pub async fn try_acquire<C: ConnectionLike>(
 }
 
 async fn acquire_once<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
-    let (ttl, now) = (h.ttl_ms.to_string(), wall_ms().to_string());
-    let after = [ttl.as_str(), now.as_str()];
+    let now_ms = wall_ms();
+    let (ttl, now) = (h.ttl_ms.to_string(), now_ms.to_string());
+    // Entries scored at or before this have expired (signed: a lease longer
+    // than the epoch's age gives a negative bound, as theirs would).
+    let expired = (i128::from(now_ms) - i128::from(h.ttl_ms)).to_string();
+    let after = [ttl.as_str(), now.as_str(), expired.as_str()];
     Ok(match kind {
         Kind::Mutex => token::try_acquire(conn, h.key, h.identifier, h.ttl_ms).await?,
         Kind::Semaphore { limit } => {
@@ -539,20 +553,36 @@ where
     .0
 }
 
+/// redis-semaphore 5.8.0's semaphore acquire, byte for byte: the oracle
+/// [`SEMAPHORE_ACQUIRE`] is tested against (tests/core.rs).
+#[doc(hidden)]
+pub const THEIR_SEMAPHORE_ACQUIRE: &str = "\n  local key = KEYS[1]\n  local limit = tonumber(ARGV[1])\n  local identifier = ARGV[2]\n  local lockTimeout = tonumber(ARGV[3])\n  local now = tonumber(ARGV[4])\n  local expiredTimestamp = now - lockTimeout\n\n  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)\n\n  if redis.call('zcard', key) < limit then\n    redis.call('zadd', key, now, identifier)\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  else\n    return 0\n  end";
+
+/// redis-semaphore 5.8.0's multi-semaphore acquire, byte for byte (the
+/// oracle of [`MULTI_ACQUIRE`]).
+#[doc(hidden)]
+pub const THEIR_MULTI_ACQUIRE: &str = "\n  local key = KEYS[1]\n  local limit = tonumber(ARGV[1])\n  local permits = tonumber(ARGV[2])\n  local identifier = ARGV[3]\n  local lockTimeout = tonumber(ARGV[4])\n  local now = tonumber(ARGV[5])\n  local expiredTimestamp = now - lockTimeout\n  local args = {}\n\n  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)\n\n  if (redis.call('zcard', key) + permits) <= limit then\n    for i=0, permits - 1 do\n      table.insert(args, now)\n      table.insert(args, identifier .. '_' .. i)\n    end\n    redis.call('zadd', key, unpack(args))\n    redis.call('pexpire', key, lockTimeout)\n    return 1\n  else\n    return 0\n  end";
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// SHA1 of redis-semaphore 5.8.0's scripts, as its EVALSHA sends them.
+    /// SHA1 of redis-semaphore 5.8.0's scripts, as its EVALSHA sends them
+    /// (the acquires: theirs, which ours are checked against).
     #[test]
     fn the_scripts_hash_as_redis_semaphore_5_8_0s() {
         let s = &*SCRIPTS;
+        let their_acquire = Lua::new(THEIR_SEMAPHORE_ACQUIRE);
+        let their_multi_acquire = Lua::new(THEIR_MULTI_ACQUIRE);
         let hashes = [
             (&s.mutex_refresh, "594683e49a64ebaf975caf5f8079a1d097c438f1"),
             (&s.mutex_release, "7157921a7cc7cfba979acf6d63f073151df17d12"),
-            (&s.acquire, "43ebdb49120d170e08af560cb4e46e36f8585936"),
+            (&their_acquire, "43ebdb49120d170e08af560cb4e46e36f8585936"),
             (&s.refresh, "999a49a1d07671a8027165641001f5bad44608b3"),
-            (&s.multi_acquire, "10c1c2e05e7c48aa5824d227b8c51abcde87b18e"),
+            (
+                &their_multi_acquire,
+                "10c1c2e05e7c48aa5824d227b8c51abcde87b18e",
+            ),
             (&s.multi_refresh, "2327bcdc5edb5b8687f6d19b5e1f42b815ebddab"),
             (&s.multi_release, "0bd1010c98f1ddd70a6024fd374489a8ea3d2c12"),
         ];
