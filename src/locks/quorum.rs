@@ -86,11 +86,6 @@ impl Outcome {
     pub(crate) fn ok(&self) -> bool {
         matches!(self, Outcome::Acquired | Outcome::Done)
     }
-
-    /// No server said no: done, or not heard from after a majority had granted.
-    pub fn not_against(&self) -> bool {
-        self.ok() || *self == Outcome::Unheard
-    }
 }
 
 /// How long a step on every server waits for their answers.

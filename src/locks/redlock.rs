@@ -117,11 +117,6 @@ pub struct RedlockOptions {
     pub server_timeout: Duration,
     /// redlock's `driftFactor` (0.01 by default).
     pub drift_factor: f64,
-    /// How long an acquire's attempt waits for the servers: until a
-    /// majority took the resources (redlock 4's face: no caller sees the
-    /// other votes of a grant), or every server's vote (node-redlock 5's
-    /// face, whose stats list them all). Every other step waits for all.
-    pub settle: Settle,
 }
 
 /// redlock's drift for a lease of `ttl_ms`: `round(factor × ttl) + 2` ms
@@ -249,17 +244,17 @@ where
             _ => &ttl_arg,
         }
     };
-    let settle = match r.take {
-        Take::Lock => r.opts.settle,
-        Take::Extend | Take::Renew | Take::Unlock => Settle::AllServers,
-    };
     let started = Instant::now();
+    // Every server is heard, a grant too (not `Settle::Majority`): a server
+    // left unheard would have its EVALSHA answered NOSCRIPT with nobody left
+    // to send the EVAL, so on a server that is always the slowest the
+    // script would never be loaded nor the lock taken (benchmark/NOTES.md §30).
     let outcomes = on_all(
         r.n,
         r.connect,
         r.timer,
         r.opts.server_timeout,
-        settle,
+        Settle::AllServers,
         |i, mut c: C| async move { run(&mut c, script, res, tail(i)).await },
     )
     .await

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
 use crate::limits;
-use crate::locks::quorum::{Outcome, Report, Settle, Step};
+use crate::locks::quorum::{Report, Step};
 use crate::locks::redlock::{self, RedlockOptions, Resources};
 use crate::locks::token::AcquireOptions;
 use crate::node::cancels::acquire_slot;
@@ -118,13 +118,6 @@ pub(crate) fn redlock<E: Engine>(
                         &targets,
                     )?,
                     drift_factor: nums.get(Slot::DriftFactor),
-                    // A face that reports every vote (node-redlock 5's
-                    // stats) waits for them all; else a majority's grant
-                    // settles the attempt.
-                    settle: match Flag::Votes.in_bits(flags) {
-                        true => Settle::AllServers,
-                        false => Settle::Majority,
-                    },
                 };
                 let valid_until = |r: &Report| {
                     let drift = redlock::drift_ms(opts.ttl_ms, opts.drift_factor);
@@ -205,7 +198,6 @@ pub(crate) fn redlock<E: Engine>(
                     jitter: jitter(nums.get(Slot::JitterMs))?,
                     server_timeout: server_timeout(nums.get(Slot::ServerTimeoutMs), ttl, &targets)?,
                     drift_factor: 0.0,
-                    settle: Settle::AllServers,
                 };
                 let announce: Vec<Vec<&str>> = sources
                     .iter()
@@ -249,7 +241,7 @@ pub(crate) fn redlock<E: Engine>(
         // Without the votes asked for, what went well everywhere answers
         // small (a JavaScript object costs more than the rest of the reply):
         // a release `Yes`, a grant its validity and attempts.
-        let everywhere = report.granted && report.outcomes.iter().all(Outcome::not_against);
+        let everywhere = report.granted && report.outcomes.iter().all(|o| o.ok());
         Ok(match (everywhere, step) {
             (true, Step::Release) => Reply::Yes,
             (true, _) => Reply::With(Value::Granted(QuorumGrant {
