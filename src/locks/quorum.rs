@@ -86,16 +86,38 @@ impl Outcome {
     pub(crate) fn ok(&self) -> bool {
         matches!(self, Outcome::Acquired | Outcome::Done)
     }
+
+    /// No server said no: done, or not heard from after a majority had granted.
+    pub fn not_against(&self) -> bool {
+        self.ok() || *self == Outcome::Unheard
+    }
 }
 
 /// How long a step on every server waits for their answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Settle {
+pub enum Settle<'a, C> {
     /// Until every server has answered (or timed out): each outcome known.
     AllServers,
     /// Until a majority has done the step, or every server has answered:
-    /// the servers not heard from by then are [`Outcome::Unheard`].
-    Majority,
+    /// the servers not heard from by then are [`Outcome::Unheard`]. Only a
+    /// server whose command is final once sent may be left unheard: the
+    /// function says so of server `i` on the connection it got (a plain
+    /// `SET` always is; an `EVALSHA` only where the script is known to be
+    /// loaded, for a NOSCRIPT answer nobody hears would leave it unloaded
+    /// and the step undone there).
+    Majority(&'a (dyn Fn(usize, &C) -> bool + Sync)),
+}
+
+// By hand: derived, both would ask `C: Clone` of the connection.
+impl<C> Clone for Settle<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<C> Copy for Settle<'_, C> {}
+
+/// A plain command (`SET NX PX`): final once sent, on any connection.
+pub fn final_once_sent<C>(_: usize, _: &C) -> bool {
+    true
 }
 
 /// Which operation a report is for.
@@ -166,14 +188,15 @@ pub fn validity_ms(ttl_ms: u64, elapsed: Duration) -> i64 {
 /// connection), all at once, each bounded by `within`, for as long as
 /// `settle` says. With [`Settle::Majority`] it also waits for every
 /// server's connection (a server that cannot be reached is reported, not
-/// left unheard), so that every command is sent: one dropped later only
-/// stops listening for its reply.
+/// left unheard) and for the answer of every server whose command is not
+/// final once sent, so that what is dropped later only stops listening
+/// for a reply that cannot change anything.
 pub(crate) async fn on_all<C, F, Fut, Op, OpFut>(
     n: usize,
     connect: &F,
     timer: &dyn Timer,
     within: Duration,
-    settle: Settle,
+    settle: Settle<'_, C>,
     op: Op,
 ) -> Vec<Outcome>
 where
@@ -183,9 +206,10 @@ where
     Op: Fn(usize, C) -> OpFut,
     OpFut: Future<Output = Result<bool>>,
 {
-    // Which servers have their command under way (connected; the command
-    // is written in the same poll). Atomic only so that the future is Send;
-    // it is read and written from the one task that polls them all.
+    // Which servers have a final command under way (connected, and final
+    // once sent; the command is written in the same poll). Atomic only so
+    // that the future is Send; it is read and written from the one task
+    // that polls them all.
     let sent: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
     let one = |i: usize| {
         let (op, sent) = (&op, &sent[i]);
@@ -195,7 +219,9 @@ where
                     Ok(c) => c,
                     Err(e) => return Outcome::Unreachable(e.message().to_string()),
                 };
-                sent.store(true, Ordering::Relaxed);
+                if let Settle::Majority(is_final) = settle {
+                    sent.store(is_final(i, &conn), Ordering::Relaxed);
+                }
                 match op(i, conn).await {
                     Ok(true) => Outcome::Done,
                     Ok(false) => Outcome::NotOurs,
@@ -210,7 +236,7 @@ where
             }
         }
     };
-    if settle == Settle::AllServers {
+    if let Settle::AllServers = settle {
         return join_all((0..n).map(one)).await;
     }
     let mut pending: FuturesUnordered<_> = (0..n)
@@ -344,7 +370,7 @@ where
         connect,
         timer,
         opts.server_timeout,
-        Settle::Majority,
+        Settle::Majority(&final_once_sent),
         |_, mut c: C| async move { token::try_acquire(&mut c, key, token, opts.ttl_ms).await },
     )
     .await

@@ -183,7 +183,7 @@ enum Take {
 }
 
 /// One attempt on every server (see [`attempt`]): won when granted.
-struct Round<'a, F> {
+struct Round<'a, F, C> {
     n: usize,
     connect: &'a F,
     timer: &'a dyn Timer,
@@ -196,9 +196,12 @@ struct Round<'a, F> {
     announce: Option<&'a [Vec<&'a str>]>,
     /// Each attempt's outcomes so far.
     rounds: Vec<Vec<Outcome>>,
+    /// How long a lock attempt waits for the servers (every other step
+    /// waits for all).
+    settle: Settle<'a, C>,
 }
 
-impl<C, F, Fut> Attempt for Round<'_, F>
+impl<C, F, Fut> Attempt for Round<'_, F, C>
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
@@ -221,7 +224,7 @@ where
 /// The lock (or extend) script on every server at once; granted on a
 /// majority with validity left, else what it took is given back
 /// everywhere.
-async fn attempt<C, F, Fut>(r: &Round<'_, F>) -> Report
+async fn attempt<C, F, Fut>(r: &Round<'_, F, C>) -> Report
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
@@ -244,17 +247,21 @@ where
             _ => &ttl_arg,
         }
     };
+    // A lock attempt may settle on its majority, leaving unheard only the
+    // servers whose EVALSHA the caller knows is final (`r.settle`): one
+    // answered NOSCRIPT with nobody left to send the EVAL would never load
+    // the script, nor take the lock there (benchmark/NOTES.md §30).
+    let settle = match r.take {
+        Take::Lock => r.settle,
+        Take::Extend | Take::Renew | Take::Unlock => Settle::AllServers,
+    };
     let started = Instant::now();
-    // Every server is heard, a grant too (not `Settle::Majority`): a server
-    // left unheard would have its EVALSHA answered NOSCRIPT with nobody left
-    // to send the EVAL, so on a server that is always the slowest the
-    // script would never be loaded nor the lock taken (benchmark/NOTES.md §30).
     let outcomes = on_all(
         r.n,
         r.connect,
         r.timer,
         r.opts.server_timeout,
-        Settle::AllServers,
+        settle,
         |i, mut c: C| async move { run(&mut c, script, res, tail(i)).await },
     )
     .await
@@ -307,7 +314,9 @@ where
 /// gives server `i`'s connection) with the lock script, retrying as
 /// `opts` says; `random` gives a number in 0..1 for the jitter, `wake`
 /// (`wakeOnRelease`) each server's wake-up source and the resources'
-/// release channels, and `cancel` ends the wait.
+/// release channels, and `cancel` ends the wait. With `settle`
+/// [`Settle::Majority`] an attempt is granted as soon as a majority took
+/// the resources, without the servers it says are final once sent.
 #[allow(clippy::too_many_arguments)]
 pub async fn acquire<C, F, Fut>(
     n: usize,
@@ -319,6 +328,7 @@ pub async fn acquire<C, F, Fut>(
     random: &(dyn Fn() -> f64 + Sync),
     wake: Option<(&[Arc<Wakeups>], &[&str])>,
     cancel: Option<&Cancel>,
+    settle: Settle<'_, C>,
 ) -> Result<Report>
 where
     C: ConnectionLike,
@@ -336,6 +346,7 @@ where
         Waiting { wake, cancel },
         Take::Lock,
         None,
+        settle,
     )
     .await
 }
@@ -368,6 +379,7 @@ where
         take: Take::Renew,
         announce: None,
         rounds: Vec::new(),
+        settle: Settle::AllServers,
     };
     Ok(attempt(&round).await)
 }
@@ -400,6 +412,7 @@ where
         Waiting::default(),
         Take::Extend,
         None,
+        Settle::AllServers,
     )
     .await
 }
@@ -424,6 +437,7 @@ async fn rounds<C, F, Fut>(
     waiting: Waiting<'_>,
     take: Take,
     announce: Option<&[Vec<&str>]>,
+    settle: Settle<'_, C>,
 ) -> Result<Report>
 where
     C: ConnectionLike,
@@ -446,6 +460,7 @@ where
         take,
         announce,
         rounds: Vec::new(),
+        settle,
     };
     let waited = retry(
         &mut round,
@@ -496,6 +511,7 @@ where
         Waiting::default(),
         Take::Unlock,
         announce,
+        Settle::AllServers,
     )
     .await
 }

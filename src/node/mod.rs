@@ -17,6 +17,8 @@ mod entries;
 #[cfg_attr(test, allow(dead_code))]
 mod envs;
 #[cfg_attr(test, allow(dead_code))]
+mod loaded;
+#[cfg_attr(test, allow(dead_code))]
 mod ops;
 #[cfg_attr(test, allow(dead_code))]
 mod relay;

@@ -255,6 +255,11 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// Which of the shared connection's successive links this handle is on.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     fn observe<T>(&mut self, result: &RedisResult<T>) {
         if let Err(e) = result {
             if breaks_connection(e) {

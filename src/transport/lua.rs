@@ -3,8 +3,21 @@
 //! The scripts themselves belong to their lock kinds (`locks::token` has
 //! redislock 1.3.0's byte for byte, `locks::reentrant` the Redisson face's).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, FromRedisValue, Script, ServerErrorKind};
+
+/// NOSCRIPT answers seen so far, by any script on any connection: a record
+/// that a server has a script (src/node/loaded.rs) holds only while this
+/// has not moved (after a `SCRIPT FLUSH` the next release or extend on that
+/// server sees one).
+static NOSCRIPTS: AtomicU64 = AtomicU64::new(0);
+
+/// How many NOSCRIPT answers have been seen.
+pub fn noscripts_seen() -> u64 {
+    NOSCRIPTS.load(Ordering::Acquire)
+}
 
 /// A script's body with its hash.
 pub struct Lua {
@@ -45,6 +58,7 @@ impl Lua {
         };
         match build("EVALSHA", self.hash()).query_async(conn).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                NOSCRIPTS.fetch_add(1, Ordering::AcqRel);
                 build("EVAL", &self.body).query_async(conn).await
             }
             other => other,

@@ -31,6 +31,10 @@ pub(crate) trait Engine: 'static {
     /// A usable connection from `route`.
     fn connect(route: &Self::Route) -> impl Future<Output = Result<Self::Conn>>;
 
+    /// Which of its endpoint's connections `conn` is on: another after a
+    /// reconnect (perhaps to a restarted server, which has no scripts).
+    fn conn_id(conn: &Self::Conn) -> u64;
+
     /// The timer waits run on.
     fn timer() -> &'static dyn Timer;
 

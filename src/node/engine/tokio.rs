@@ -185,6 +185,10 @@ impl Engine for Tokio {
         route.conn.get()
     }
 
+    fn conn_id(conn: &Self::Conn) -> u64 {
+        conn.generation()
+    }
+
     fn timer() -> &'static dyn Timer {
         &TokioTimer
     }

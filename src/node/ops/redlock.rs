@@ -2,19 +2,22 @@
 //! engines run them: several resources on several servers by the scripts
 //! registered as a set (src/node/scripts.rs), the report back as an object.
 
+use std::any::TypeId;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
 use crate::limits;
-use crate::locks::quorum::{Report, Step};
+use crate::locks::quorum::{Outcome, Report, Settle, Step};
 use crate::locks::redlock::{self, RedlockOptions, Resources};
 use crate::locks::token::AcquireOptions;
 use crate::node::cancels::acquire_slot;
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
+use crate::node::loaded;
 use crate::node::ops::quorum::{channel, encode, jitter, random, server_timeout};
 use crate::node::runtime::rt;
 use crate::node::scripts::scripts;
@@ -23,6 +26,7 @@ use crate::node::wake::{poke, wake_source, wakeups};
 use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::{QuorumGrant, Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
+use crate::transport::lua::noscripts_seen;
 use crate::waiting::retry::Retries;
 use crate::waiting::wakeups::Source;
 
@@ -138,10 +142,35 @@ pub(crate) fn redlock<E: Engine>(
                         };
                         let listen =
                             (!subscribers.is_empty()).then_some((&subscribers[..], &channels[..]));
+                        // Granted on a majority, without the servers known
+                        // to have the lock script on their connection
+                        // (src/node/loaded.rs), unless JavaScript reports
+                        // every vote (node-redlock 5's stats).
+                        let engine = TypeId::of::<E>();
+                        let hash = scripts.lock.hash();
+                        let seen = noscripts_seen();
+                        let on: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(u64::MAX)).collect();
+                        let is_final = |i: usize, c: &E::Conn| {
+                            let conn = E::conn_id(c);
+                            on[i].store(conn, Ordering::Relaxed);
+                            loaded::knows(engine, endpoints[i], hash, conn)
+                        };
+                        let settle = match Flag::Votes.in_bits(flags) {
+                            true => Settle::AllServers,
+                            false => Settle::Majority(&is_final),
+                        };
                         let r = redlock::acquire(
-                            n, connect, timer, &scripts, res, &opts, &random, listen, stop,
+                            n, connect, timer, &scripts, res, &opts, &random, listen, stop, settle,
                         )
                         .await?;
+                        // Where the lock script ran (it answered), it is
+                        // loaded on that connection now.
+                        for (i, o) in r.outcomes.iter().enumerate() {
+                            let conn = on[i].load(Ordering::Relaxed);
+                            if matches!(o, Outcome::Acquired | Outcome::Held) && conn != u64::MAX {
+                                loaded::learned(engine, endpoints[i], hash, conn, seen);
+                            }
+                        }
                         if keep && r.granted {
                             let w = watch(
                                 limits::whole_u32(nums.get(Slot::Env)).unwrap_or(0),
@@ -241,7 +270,7 @@ pub(crate) fn redlock<E: Engine>(
         // Without the votes asked for, what went well everywhere answers
         // small (a JavaScript object costs more than the rest of the reply):
         // a release `Yes`, a grant its validity and attempts.
-        let everywhere = report.granted && report.outcomes.iter().all(|o| o.ok());
+        let everywhere = report.granted && report.outcomes.iter().all(Outcome::not_against);
         Ok(match (everywhere, step) {
             (true, Step::Release) => Reply::Yes,
             (true, _) => Reply::With(Value::Granted(QuorumGrant {

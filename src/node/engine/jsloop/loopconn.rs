@@ -61,6 +61,11 @@ impl LoopConn {
         })
     }
 
+    /// Which connection of the engine this handle is bound to.
+    pub(crate) fn conn_id(&self) -> u64 {
+        self.conn.unwrap_or(u64::MAX)
+    }
+
     fn submit(
         &mut self,
         write: impl FnOnce(&mut Vec<u8>),

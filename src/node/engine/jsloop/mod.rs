@@ -285,6 +285,10 @@ impl Engine for Loop {
         LoopConn::connect(*route)
     }
 
+    fn conn_id(conn: &LoopConn) -> u64 {
+        conn.conn_id()
+    }
+
     fn timer() -> &'static dyn Timer {
         &LoopTimer
     }
