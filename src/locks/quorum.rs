@@ -206,6 +206,11 @@ where
     Op: Fn(usize, C) -> OpFut,
     OpFut: Future<Output = Result<bool>>,
 {
+    // A majority of one or two servers is all of them: nothing to leave.
+    let settle = match majority(n) < n {
+        true => settle,
+        false => Settle::AllServers,
+    };
     // Which servers have a final command under way (connected, and final
     // once sent; the command is written in the same poll). Atomic only so
     // that the future is Send; it is read and written from the one task

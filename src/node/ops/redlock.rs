@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind, Servers};
 use crate::limits;
-use crate::locks::quorum::{Outcome, Report, Settle, Step};
+use crate::locks::quorum::{majority, Outcome, Report, Settle, Step};
 use crate::locks::redlock::{self, RedlockOptions, Resources};
 use crate::locks::token::AcquireOptions;
 use crate::node::cancels::acquire_slot;
@@ -155,7 +155,8 @@ pub(crate) fn redlock<E: Engine>(
                             on[i].store(conn, Ordering::Relaxed);
                             loaded::knows(engine, endpoints[i], hash, conn)
                         };
-                        let settle = match Flag::Votes.in_bits(flags) {
+                        // (A majority of one or two servers is all of them.)
+                        let settle = match Flag::Votes.in_bits(flags) || majority(n) >= n {
                             true => Settle::AllServers,
                             false => Settle::Majority(&is_final),
                         };
@@ -167,6 +168,7 @@ pub(crate) fn redlock<E: Engine>(
                         // loaded on that connection now.
                         for (i, o) in r.outcomes.iter().enumerate() {
                             let conn = on[i].load(Ordering::Relaxed);
+                            // (Recorded only by `is_final`, so only when used.)
                             if matches!(o, Outcome::Acquired | Outcome::Held) && conn != u64::MAX {
                                 loaded::learned(engine, endpoints[i], hash, conn, seen);
                             }
