@@ -128,9 +128,13 @@ test('a majority that answers only after the TTL never yields an expired lock', 
     const err = await lock.acquire(key).catch((e) => e)
     assert.ok(err instanceof R.LockAcquisitionError, `must not be granted: ${err}`)
     // Settled once a majority (the two direct servers, then a proxied one)
-    // had it: the last two proxied answers could not change the result.
-    assert.match(err.message, /acquired on 3 of 5 servers, but no validity was left/)
-    assert.deepEqual(err.servers.map((s) => s.outcome).sort(), ['acquired', 'acquired', 'acquired', 'unheard', 'unheard'])
+    // had it: proxied answers not in yet could not change the result (those
+    // that came in the same turn are counted).
+    const got = Number(/acquired on (\d) of 5 servers, but no validity was left/.exec(err.message)?.[1])
+    assert.ok(got >= 3, err.message)
+    const outcomes = err.servers.map((s) => s.outcome)
+    assert.equal(outcomes.filter((o) => o === 'acquired').length, got)
+    assert.equal(outcomes.filter((o) => o === 'unheard').length, 5 - got)
     assert.equal(lock._locked, false)
     await sleep(500)
     assert.deepEqual(await onEvery(key), Array(5).fill(null), 'released everywhere')
