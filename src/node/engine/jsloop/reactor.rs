@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::ThreadId;
@@ -184,7 +184,6 @@ pub(crate) struct Engine {
     /// The connection new operations on an endpoint (by id) use.
     pub(crate) current: RefCell<IdMap<u32, u64>>,
     endpoints: RefCell<Vec<Option<Arc<Endpoint>>>>,
-    next_conn: Cell<u64>,
     /// Connections with buffered output.
     dirty: RefCell<Vec<u64>>,
     prepare_on: Cell<bool>,
@@ -257,7 +256,6 @@ pub(crate) fn start(lp: *mut Loop) -> Result<Rc<Engine>, String> {
         conns: RefCell::new(IdMap::default()),
         current: RefCell::new(IdMap::default()),
         endpoints: RefCell::new(Vec::new()),
-        next_conn: Cell::new(1),
         dirty: RefCell::new(Vec::new()),
         prepare_on: Cell::new(false),
         sinks: RefCell::new(Vec::new()),
@@ -471,11 +469,11 @@ impl Engine {
         delivered
     }
 
-    /// A new connection id.
+    /// A new connection id, unique in the process (every worker thread's
+    /// engine included): src/node/loaded.rs records scripts by it.
     pub(crate) fn next_conn_id(&self) -> u64 {
-        let id = self.next_conn.get();
-        self.next_conn.set(id + 1);
-        id
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed)
     }
 
     /// `conn` has output to write before the loop blocks.
