@@ -561,7 +561,7 @@ fn signal(server: &Server, sig: &str) {
 async fn a_quorum_acquire_settles_on_a_majority_without_the_slowest_server() {
     use redislock_rs::locks::quorum::{self, Outcome, QuorumOptions};
     let servers = [Server::start(), Server::start(), Server::start()];
-    let conns = futures_conns(&servers).await;
+    let conns = raw_all(&servers).await;
     let connect = |i: usize| {
         let c = conns[i].clone();
         async move { Ok::<_, Error>(c) }
@@ -612,7 +612,8 @@ async fn a_quorum_acquire_settles_on_a_majority_without_the_slowest_server() {
     }
 }
 
-async fn futures_conns(servers: &[Server]) -> Vec<redis::aio::MultiplexedConnection> {
+/// A raw connection to database 0 of each of `servers`.
+async fn raw_all(servers: &[Server]) -> Vec<redis::aio::MultiplexedConnection> {
     let mut out = Vec::new();
     for s in servers {
         out.push(raw(s, 0).await);

@@ -2,10 +2,11 @@
 //! holds it.
 //!
 //! Every operation goes to all servers at once, each bounded by the server
-//! timeout. An acquire settles as soon as a majority has granted it: what the others answer later cannot change the result, so
-//! the slowest server does not hold the caller up (node-redlock 5 settles
-//! the same way); the others' outcomes are then [`Outcome::Unheard`]. Every
-//! other step waits for all servers (or their timeouts). An acquire is
+//! timeout. An acquire settles as soon as a majority has granted it: what
+//! the others answer later cannot change the result, so the slowest server
+//! does not hold the caller up (node-redlock 5 settles the same way); the
+//! others' outcomes are then [`Outcome::Unheard`]. Every other step waits
+//! for all servers (or their timeouts). An acquire is
 //! granted only when a majority took the key **and** the validity left —
 //! TTL − elapsed − drift, with drift = TTL / 100 + 2 ms, on a monotonic
 //! clock, counted from the start of the attempt that won — is positive. A
@@ -116,7 +117,7 @@ impl<C> Clone for Settle<'_, C> {
 impl<C> Copy for Settle<'_, C> {}
 
 /// A plain command (`SET NX PX`): final once sent, on any connection.
-pub fn final_once_sent<C>(_: usize, _: &C) -> bool {
+fn final_once_sent<C>(_: usize, _: &C) -> bool {
     true
 }
 
@@ -211,13 +212,16 @@ where
         true => settle,
         false => Settle::AllServers,
     };
-    // Which servers have a final command under way (connected, and final
-    // once sent; the command is written in the same poll). Atomic only so
-    // that the future is Send; it is read and written from the one task
-    // that polls them all.
-    let sent: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
+    // With a majority to settle on: which servers have a final command under
+    // way (connected, and final once sent; the command is written in the
+    // same poll). Atomic only so that the future is Send; it is read and
+    // written from the one task that polls them all.
+    let sent: Vec<AtomicBool> = match settle {
+        Settle::Majority(_) => (0..n).map(|_| AtomicBool::new(false)).collect(),
+        Settle::AllServers => Vec::new(),
+    };
     let one = |i: usize| {
-        let (op, sent) = (&op, &sent[i]);
+        let (op, sent) = (&op, &sent);
         async move {
             let work = std::pin::pin!(async move {
                 let conn = match connect(i).await {
@@ -225,7 +229,7 @@ where
                     Err(e) => return Outcome::Unreachable(e.message().to_string()),
                 };
                 if let Settle::Majority(is_final) = settle {
-                    sent.store(is_final(i, &conn), Ordering::Relaxed);
+                    sent[i].store(is_final(i, &conn), Ordering::Relaxed);
                 }
                 match op(i, conn).await {
                     Ok(true) => Outcome::Done,
@@ -250,21 +254,21 @@ where
             async move { (i, work.await) }
         })
         .collect();
+    // Unheard until answered (no server's answer is `Unheard`).
     let mut outcomes = vec![Outcome::Unheard; n];
-    let mut answered = vec![false; n];
     let mut done = 0;
     poll_fn(|cx| loop {
         match pending.poll_next_unpin(cx) {
             Poll::Ready(Some((i, outcome))) => {
                 done += usize::from(outcome.ok());
                 outcomes[i] = outcome;
-                answered[i] = true;
             }
             Poll::Ready(None) => return Poll::Ready(()),
             Poll::Pending => {
                 // Decided: a majority did it, and every other server
                 // answered or has its command under way.
-                let all_sent = (0..n).all(|i| answered[i] || sent[i].load(Ordering::Relaxed));
+                let all_sent = (0..n)
+                    .all(|i| outcomes[i] != Outcome::Unheard || sent[i].load(Ordering::Relaxed));
                 return match done >= majority(n) && all_sent {
                     true => Poll::Ready(()),
                     false => Poll::Pending,

@@ -177,18 +177,24 @@ pub async fn try_acquire<C: ConnectionLike>(
 }
 
 async fn acquire_once<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
-    let now_ms = wall_ms();
-    let (ttl, now) = (h.ttl_ms.to_string(), now_ms.to_string());
-    // Entries scored at or before this have expired (signed: a lease longer
-    // than the epoch's age gives a negative bound, as theirs would).
-    let expired = (i128::from(now_ms) - i128::from(h.ttl_ms)).to_string();
-    let after = [ttl.as_str(), now.as_str(), expired.as_str()];
+    // The acquire scripts' last arguments: lockTimeout, now and the bound
+    // at or before which entries have expired (signed: a lease longer than
+    // the epoch's age gives a negative bound, as theirs would).
+    let stamps = || {
+        let now = wall_ms();
+        let expired = i128::from(now) - i128::from(h.ttl_ms);
+        [h.ttl_ms.to_string(), now.to_string(), expired.to_string()]
+    };
     Ok(match kind {
         Kind::Mutex => token::try_acquire(conn, h.key, h.identifier, h.ttl_ms).await?,
         Kind::Semaphore { limit } => {
+            let [ttl, now, expired] = stamps();
+            let after = [ttl.as_str(), now.as_str(), expired.as_str()];
             int(conn, &SCRIPTS.acquire, h, &[u64::from(limit)], &after).await? == 1
         }
         Kind::Multi { limit, permits } => {
+            let [ttl, now, expired] = stamps();
+            let after = [ttl.as_str(), now.as_str(), expired.as_str()];
             let args = [u64::from(limit), u64::from(permits)];
             int(conn, &SCRIPTS.multi_acquire, h, &args, &after).await? == 1
         }

@@ -146,19 +146,29 @@ pub(crate) fn redlock<E: Engine>(
                         // to have the lock script on their connection
                         // (src/node/loaded.rs), unless JavaScript reports
                         // every vote (node-redlock 5's stats).
+                        // (A majority of one or two servers is all of them.)
+                        let by_majority = !Flag::Votes.in_bits(flags) && majority(n) < n;
                         let engine = TypeId::of::<E>();
                         let hash = scripts.lock.hash();
                         let seen = noscripts_seen();
-                        let on: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(u64::MAX)).collect();
+                        // Per server, the connection to record the script
+                        // on once it has run there (u64::MAX: nothing to
+                        // record, it is known already or was not asked).
+                        let learn: Vec<AtomicU64> = match by_majority {
+                            true => (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
+                            false => Vec::new(),
+                        };
                         let is_final = |i: usize, c: &E::Conn| {
                             let conn = E::conn_id(c);
-                            on[i].store(conn, Ordering::Relaxed);
-                            loaded::knows(engine, endpoints[i], hash, conn)
+                            let known = loaded::knows(engine, endpoints[i], hash, conn);
+                            if !known {
+                                learn[i].store(conn, Ordering::Relaxed);
+                            }
+                            known
                         };
-                        // (A majority of one or two servers is all of them.)
-                        let settle = match Flag::Votes.in_bits(flags) || majority(n) >= n {
-                            true => Settle::AllServers,
-                            false => Settle::Majority(&is_final),
+                        let settle = match by_majority {
+                            true => Settle::Majority(&is_final),
+                            false => Settle::AllServers,
                         };
                         let r = redlock::acquire(
                             n, connect, timer, &scripts, res, &opts, &random, listen, stop, settle,
@@ -166,9 +176,8 @@ pub(crate) fn redlock<E: Engine>(
                         .await?;
                         // Where the lock script ran (it answered), it is
                         // loaded on that connection now.
-                        for (i, o) in r.outcomes.iter().enumerate() {
-                            let conn = on[i].load(Ordering::Relaxed);
-                            // (Recorded only by `is_final`, so only when used.)
+                        for ((i, o), conn) in r.outcomes.iter().enumerate().zip(&learn) {
+                            let conn = conn.load(Ordering::Relaxed);
                             if matches!(o, Outcome::Acquired | Outcome::Held) && conn != u64::MAX {
                                 loaded::learned(engine, endpoints[i], hash, conn, seen);
                             }
