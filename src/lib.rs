@@ -21,9 +21,9 @@ pub mod waiting;
 #[cfg(feature = "node")]
 mod node;
 
-/// The addon's own allocations (commands, replies, tasks) go through
-/// mimalloc: the hot path allocates a little per operation, and glibc's
-/// malloc/free showed up at ~17% of the I/O thread's profile.
-#[cfg(feature = "node")]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// No `#[global_allocator]`: the addon allocates through the system's
+// malloc. A Node addon is loaded and unloaded by worker threads that come
+// and go (ava, Piscina, vitest pools); mimalloc 3 took the first thread that
+// touched it for the process's main thread and crashed the next worker that
+// reused its thread id (issue 33, benchmark/NOTES.md §31 for what the
+// allocator was worth).
