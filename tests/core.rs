@@ -24,11 +24,11 @@ impl Server {
 
     /// A server with extra `redis-server` arguments.
     fn start_with(extra: &[&str]) -> Server {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .expect("bind")
-            .local_addr()
-            .expect("addr")
-            .port();
+        Server::start_on(free_port(), extra)
+    }
+
+    /// A server on `port`.
+    fn start_on(port: u16, extra: &[&str]) -> Server {
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -60,6 +60,14 @@ impl Server {
         })
         .expect("endpoint")
     }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
 }
 
 impl Drop for Server {
@@ -706,4 +714,33 @@ async fn the_semaphore_acquires_have_the_effects_of_redis_semaphores() {
         }
     }
     assert_eq!(case, 4 * 4 * 4 * 3);
+}
+
+/// A connect begun while the server was down and abandoned by its caller
+/// fails on its own; the first caller after the server is back must get a
+/// fresh connect, not that stale "connection refused" (issue 33: the lease
+/// keeper's first refresh after a restart failed this way).
+#[tokio::test]
+async fn a_connect_abandoned_while_the_server_was_down_is_not_replayed() {
+    let port = free_port();
+    let endpoint = Endpoint::resolve(EndpointSpec {
+        port: Some(u32::from(port)),
+        ..EndpointSpec::default()
+    })
+    .expect("endpoint");
+    let bound = endpoint.connect_timeout;
+    let shared = SharedConnection::shared(endpoint);
+    // Polled once: the connect starts as its own task, and nobody waits.
+    let abandoned = tokio::time::timeout(Duration::ZERO, shared.get()).await;
+    assert!(abandoned.is_err(), "nothing listens: no connection yet");
+    // The whole connect is bounded by the connect timeout: it has failed by now.
+    tokio::time::sleep(bound + Duration::from_millis(200)).await;
+    let server = Server::start_on(port, &[]);
+    let mut conn = shared
+        .get()
+        .await
+        .expect("the server is up: a fresh connect, not the abandoned one's failure");
+    let pong: String = redis::cmd("PING").query_async(&mut conn).await.unwrap();
+    assert_eq!(pong, "PONG");
+    drop(server);
 }

@@ -51,12 +51,12 @@ struct Slot {
 }
 
 /// The current manager's generation and connect (starting one if none).
-fn current(slot: &Mutex<Slot>) -> (u64, Connecting) {
-    let mut slot = lock_slot(slot);
+fn current(slot_ref: &Arc<Mutex<Slot>>) -> (u64, Connecting) {
+    let mut slot = lock_slot(slot_ref);
     let connecting = match &slot.current {
         Some(c) => c.clone(),
         None => {
-            let c = connecting(slot.endpoint.clone());
+            let c = connecting(slot_ref, slot.generation, slot.endpoint.clone());
             slot.current = Some(c.clone());
             c
         }
@@ -162,10 +162,28 @@ impl SharedConnection {
 /// A connect that runs to its end even when every caller stops waiting (a
 /// quorum lock bounds each server by a timeout shorter than a connect): on
 /// a tokio runtime it is its own task; elsewhere it runs while awaited.
-fn connecting(endpoint: Endpoint) -> Connecting {
+///
+/// A connect that fails retires itself the moment it fails: its error is
+/// given to those who were waiting for it, never to a caller who comes
+/// later. Otherwise a connect begun while a server was down, and abandoned
+/// by callers that gave up first, would hand its stale "connection refused"
+/// to the first command after the server is back (issue 33: the lease
+/// keeper's first refresh after a restart failed on every restarted server,
+/// and a Redlock semaphore holder taken after the restart was lost).
+fn connecting(slot: &Arc<Mutex<Slot>>, generation: u64, endpoint: Endpoint) -> Connecting {
+    let slot = Arc::downgrade(slot);
+    let attempt = async move {
+        let link = connect(endpoint).await;
+        if link.is_err() {
+            if let Some(slot) = slot.upgrade() {
+                retire(&slot, generation);
+            }
+        }
+        link
+    };
     match tokio::runtime::Handle::try_current() {
         Ok(rt) => {
-            let task = rt.spawn(connect(endpoint));
+            let task = rt.spawn(attempt);
             async move {
                 task.await.unwrap_or_else(|e| {
                     Err(Error::Internal(format!("the connect task failed: {e}")))
@@ -174,7 +192,7 @@ fn connecting(endpoint: Endpoint) -> Connecting {
             .boxed()
             .shared()
         }
-        Err(_) => connect(endpoint).boxed().shared(),
+        Err(_) => attempt.boxed().shared(),
     }
 }
 
