@@ -154,6 +154,11 @@ export declare const enum Flag {
   Keep = 4,
   /** node-redlock: the report lists every attempt's votes (`rounds`). */
   Votes = 8,
+  /**
+   * redlock 4.2.0: a failed lock attempt is given back on every server
+   * (see `RedlockOptions::give_back_always`).
+   */
+  GiveBack = 16,
 }
 
 /**
@@ -310,6 +315,11 @@ export interface QuorumReport {
   servers: Array<ServerVote>
   /** node-redlock: every attempt's votes, in order (empty for Redlock). */
   rounds: Array<Array<ServerVote>>
+  /**
+   * node-redlock: every server's failure in order (each attempt's, then
+   * its give-back's), for redlock 4's `clientError` (empty for Redlock).
+   */
+  failures: Array<ServerFailure>
   /** How long ago the reported attempt started (ms, when the report was made). */
   ageMs: number
 }
@@ -349,6 +359,14 @@ export declare function relayOpen(send: (arg: Args) => void): number
  * (`reply` null) why the client failed.
  */
 export declare function relayReply(ticket: number, reply?: Buffer | undefined | null, error?: string | undefined | null): void
+
+/** One server's failure (`timeout`, `unreachable` or `error`) in a report. */
+export interface ServerFailure {
+  /** Its index, in the order JavaScript gave the servers. */
+  server: number
+  outcome: string
+  error?: string
+}
 
 /** One server's part in a Redlock operation. */
 export interface ServerVote {

@@ -491,3 +491,22 @@ test('wakeOnRelease, beyond redlock 4.2.0: a waiter on several resources wakes w
     await Promise.all(checks.map((x) => x.quit()))
   }
 })
+
+test('a resource key that holds a set: clientError tells each server\'s WRONGTYPE on every attempt, as redlock 4.2.0 does, and the LockError says why', async () => {
+  for (const n of [1, 3]) {
+    const cs = servers.slice(0, n).map((s) => client(s.port))
+    const out = await same(async (Redlock, [key], name) => {
+      for (const c of cs) await new Promise((resolve, reject) => c.sadd(key, 'not a lock', (e) => e ? reject(e) : resolve()))
+      const redlock = new Redlock(cs, { retryCount: 2, retryDelay: 20, retryJitter: 0 })
+      const told = []
+      redlock.on('clientError', (err) => told.push(err instanceof Error && err.message.split(' ')[0]))
+      const err = await rejection(redlock.lock(key, 200))
+      // Ours says more, after redlock's own sentence.
+      const first = err.message.slice(0, err.message.indexOf('".') + 2)
+      if (name === 'ours') assert.match(err.message, /The key holds a value of another type, not a lock \(Redis: WRONGTYPE /)
+      return { told, first: anonymize(first, [key]), attempts: err.attempts, name: err.name }
+    })
+    assert.equal(out.told.length, 3 * n, `retryCount + 1 events per server (${n} servers)`)
+    assert.ok(out.told.every((w) => w === 'WRONGTYPE'))
+  }
+})

@@ -54,7 +54,12 @@ impl Error {
         } else if err.is_connection_refusal() || err.is_connection_dropped() || err.is_io_error() {
             Error::Connection(format!("Redis connection failed: {text}"))
         } else {
-            Error::Redis(text)
+            // A server's error reads as Redis wrote it ("WRONGTYPE Operation
+            // against …"), as the JavaScript clients show it.
+            match (err.code(), err.detail()) {
+                (Some(code), Some(detail)) => Error::Redis(format!("{code} {detail}")),
+                _ => Error::Redis(text),
+            }
         }
     }
 }

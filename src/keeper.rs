@@ -381,6 +381,7 @@ async fn renew_on(servers: &Servers, held: &Held, lease_ms: u64) -> Result<Optio
                 jitter: Duration::ZERO,
                 server_timeout: *within,
                 drift_factor: *drift_factor,
+                give_back_always: false,
             };
             let report = redlock::renew(n, connect, &TokioTimer, scripts, res, &opts).await?;
             let refused = report

@@ -16,7 +16,7 @@ const EventEmitter = require('events')
 const Promise = require('bluebird')
 const { start } = require('../native/bridge')
 const { redlockScripts, redlockScriptSet } = require('../native/loader')
-const { LockOp, Flag: { Wake: F_WAKE }, Outcome: { Yes: YES }, nums, unpackGrant } = require('../native/wire')
+const { LockOp, Flag: { Wake: F_WAKE, GiveBack: F_GIVE_BACK }, Outcome: { Yes: YES }, nums, unpackGrant } = require('../native/wire')
 const { serversFor } = require('../common/servers')
 const { randomHex16 } = require('../common/random')
 const { instrument } = require('../common/trace')
@@ -166,7 +166,10 @@ Redlock.prototype._lock = function _lock (resource, value, ttl, options, callbac
     time: ttl,
     ...retryFields(retryCount, retryDelay, this.retryJitter, this.driftFactor, defaults.driftFactor),
     serverTimeoutMs: serverTimeout(ttl),
-    flags: op === LockOp.Acquire ? this[kWake] : 0
+    // As redlock 4.2.0, a failed attempt (of a lock or an extend) is given
+    // back on every server (its unlock after each attempt), and what that
+    // meets is told on clientError.
+    flags: (op === LockOp.Acquire ? this[kWake] : 0) | F_GIVE_BACK
   })
   const ctx = { redlock: this, resource, value, retryCount }
   return start(settleLock, this, ctx, submit(this, op, keys, String(value), args)).nodeify(callback)
@@ -206,16 +209,28 @@ function invalidResource (resource) {
 }
 
 /**
- * Tells `clientError` listeners what each server that failed said (a
- * report of an operation that went well everywhere lists no servers).
+ * Tells `clientError` listeners what each server that failed said, every
+ * attempt's failures and those of its give-back in order, as redlock
+ * 4.2.0 emits them (a report of an operation that went well everywhere
+ * lists none).
  */
 function clientErrors (redlock, report) {
-  if (report.servers === undefined) return
+  if (report.failures === undefined) return
   const names = redlock[kServers].names
-  report.servers.forEach(function (s, i) {
-    if (s.error != null) redlock.emit('clientError', new Error(s.error))
-    else if (s.outcome === 'timeout') redlock.emit('clientError', new Error(`Redis server ${names[i]} did not answer in time`))
-  })
+  for (const f of report.failures) {
+    if (f.error != null) redlock.emit('clientError', new Error(f.error))
+    else redlock.emit('clientError', new Error(`Redis server ${names[f.server]} did not answer in time`))
+  }
+}
+
+/**
+ * Beyond redlock 4.2.0's message: why no attempt could succeed when a
+ * server said the resource's key holds another type of value (a data key
+ * named like the lock), rather than as if another client held it.
+ */
+function wrongType (report) {
+  const f = report.failures && report.failures.find((f) => f.error != null && f.error.startsWith('WRONGTYPE'))
+  return f === undefined ? '' : ` The key holds a value of another type, not a lock (Redis: ${f.error}).`
 }
 
 function settleLock (redlock, ctx, outcome, err, resolve, reject, value) {
@@ -223,7 +238,7 @@ function settleLock (redlock, ctx, outcome, err, resolve, reject, value) {
   const report = unpackGrant(value)
   clientErrors(redlock, report)
   if (!report.granted) {
-    const e = new LockError('Exceeded ' + ctx.retryCount + ' attempts to lock the resource "' + ctx.resource + '".', report.attempts)
+    const e = new LockError('Exceeded ' + ctx.retryCount + ' attempts to lock the resource "' + ctx.resource + '".' + wrongType(report), report.attempts)
     Object.defineProperty(e, kReport, { value: report })
     return reject(e)
   }

@@ -88,6 +88,14 @@ impl Outcome {
         matches!(self, Outcome::Acquired | Outcome::Done)
     }
 
+    /// The server did not answer (in time, or at all) or answered an error.
+    pub fn failed(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Timeout | Outcome::Unreachable(_) | Outcome::Failed(_)
+        )
+    }
+
     /// No server said no: done, or not heard from after a majority had granted.
     pub fn not_against(&self) -> bool {
         self.ok() || *self == Outcome::Unheard
@@ -144,6 +152,10 @@ pub struct Report {
     /// Every attempt's outcomes, in order, where the lock kind keeps them
     /// (node-redlock's: its errors list each attempt); else empty.
     pub rounds: Vec<Vec<Outcome>>,
+    /// Where the lock kind keeps them (node-redlock's), every server's
+    /// failure (timeout, unreachable, error) in order, as (server, what):
+    /// each attempt's, then what giving that attempt back met; else empty.
+    pub failures: Vec<(usize, Outcome)>,
 }
 
 impl Report {
@@ -405,6 +417,7 @@ where
         attempts: 1,
         started,
         rounds: Vec::new(),
+        failures: Vec::new(),
     }
 }
 
@@ -519,6 +532,7 @@ where
         attempts: 1,
         started,
         rounds: Vec::new(),
+        failures: Vec::new(),
     })
 }
 
@@ -551,6 +565,7 @@ where
         attempts: 1,
         started,
         rounds: Vec::new(),
+        failures: Vec::new(),
     })
 }
 

@@ -117,6 +117,12 @@ pub struct RedlockOptions {
     pub server_timeout: Duration,
     /// redlock's `driftFactor` (0.01 by default).
     pub drift_factor: f64,
+    /// redlock 4.2.0: a failed lock attempt is given back on every server,
+    /// even where every server refused it (its unlock after each attempt;
+    /// on a key holding another type of value, that unlock is what fails
+    /// and tells). Otherwise only an attempt that may have taken something
+    /// gives it back.
+    pub give_back_always: bool,
 }
 
 /// redlock's drift for a lease of `ttl_ms`: `round(factor × ttl) + 2` ms
@@ -196,6 +202,9 @@ struct Round<'a, F, C> {
     announce: Option<&'a [Vec<&'a str>]>,
     /// Each attempt's outcomes so far.
     rounds: Vec<Vec<Outcome>>,
+    /// Every server's failure so far, in order: each attempt's, then its
+    /// give-back's.
+    failures: Vec<(usize, Outcome)>,
     /// How long a lock attempt waits for the servers (every other step
     /// waits for all).
     settle: Settle<'a, C>,
@@ -211,8 +220,12 @@ where
     type Lost = Report;
 
     async fn attempt(&mut self) -> Result<std::result::Result<Report, Report>> {
-        let report = attempt(self).await;
+        let (report, given_back) = attempt(self).await;
         self.rounds.push(report.outcomes.clone());
+        for outcomes in [&report.outcomes, &given_back] {
+            let failed = outcomes.iter().enumerate().filter(|(_, o)| o.failed());
+            self.failures.extend(failed.map(|(i, o)| (i, o.clone())));
+        }
         Ok(if report.granted {
             Ok(report)
         } else {
@@ -223,8 +236,8 @@ where
 
 /// The lock (or extend) script on every server at once; granted on a
 /// majority with validity left, else what it took is given back
-/// everywhere.
-async fn attempt<C, F, Fut>(r: &Round<'_, F, C>) -> Report
+/// everywhere (with what each server said to that, if it was given back).
+async fn attempt<C, F, Fut>(r: &Round<'_, F, C>) -> (Report, Vec<Outcome>)
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
@@ -275,39 +288,47 @@ where
     let got = outcomes.iter().filter(|o| o.ok()).count();
     if let Take::Unlock = r.take {
         // A release has no validity; it is done where a majority deleted.
-        return Report {
+        let report = Report {
             granted: got >= majority(r.n),
             validity_ms: 0,
             outcomes,
             attempts: 1,
             started,
             rounds: Vec::new(),
+            failures: Vec::new(),
         };
+        return (report, Vec::new());
     }
     let validity = validity_ms(ttl, started.elapsed(), r.opts.drift_factor);
     let granted = got >= majority(r.n) && validity > 0;
     // Give back what this attempt may have taken (a timed-out script may
     // have run too), everywhere at once.
     let gives_back = !matches!(r.take, Take::Renew);
-    if !granted && gives_back && outcomes.iter().any(|o| *o != refused) {
-        unlock_all(
-            r.n,
-            r.connect,
-            r.timer,
-            r.opts.server_timeout,
-            r.scripts,
-            res,
-        )
-        .await;
-    }
-    Report {
+    let may_hold = r.opts.give_back_always || outcomes.iter().any(|o| *o != refused);
+    let given_back = match !granted && gives_back && may_hold {
+        true => {
+            unlock_all(
+                r.n,
+                r.connect,
+                r.timer,
+                r.opts.server_timeout,
+                r.scripts,
+                res,
+            )
+            .await
+        }
+        false => Vec::new(),
+    };
+    let report = Report {
         granted,
         validity_ms: validity,
         outcomes,
         attempts: 1,
         started,
         rounds: Vec::new(),
-    }
+        failures: Vec::new(),
+    };
+    (report, given_back)
 }
 
 /// Takes every resource on a majority of the `n` servers (`connect(i)`
@@ -379,9 +400,11 @@ where
         take: Take::Renew,
         announce: None,
         rounds: Vec::new(),
+        failures: Vec::new(),
         settle: Settle::AllServers,
     };
-    Ok(attempt(&round).await)
+    // A renewal gives nothing back.
+    Ok(attempt(&round).await.0)
 }
 
 /// Sets every resource's TTL again on a majority with the extend script
@@ -460,6 +483,7 @@ where
         take,
         announce,
         rounds: Vec::new(),
+        failures: Vec::new(),
         settle,
     };
     let waited = retry(
@@ -474,6 +498,7 @@ where
     let (Ok(mut report) | Err(mut report)) = waited.outcome;
     report.attempts = waited.attempts;
     report.rounds = round.rounds;
+    report.failures = round.failures;
     Ok(report)
 }
 

@@ -21,7 +21,7 @@ use crate::node::runtime::rt;
 use crate::node::targets::{targets, Target};
 use crate::node::wake::{poke, wakeups};
 use crate::node::wire::codes::{Flag, LockOp};
-use crate::node::wire::done::{QuorumReport, Reply, ServerVote, Value};
+use crate::node::wire::done::{QuorumReport, Reply, ServerFailure, ServerVote, Value};
 use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::Source;
@@ -273,6 +273,15 @@ pub(crate) fn encode(report: &Report, step: Step) -> QuorumReport {
         quorum: u32::try_from(quorum::majority(report.outcomes.len())).unwrap_or(u32::MAX),
         servers: votes(&report.outcomes),
         rounds: report.rounds.iter().map(|r| votes(r)).collect(),
+        failures: report
+            .failures
+            .iter()
+            .map(|(i, o)| ServerFailure {
+                server: u32::try_from(*i).unwrap_or(u32::MAX),
+                outcome: o.name(step).to_string(),
+                error: o.message().map(str::to_string),
+            })
+            .collect(),
         age_ms: report.started.elapsed().as_secs_f64() * 1000.0,
     }
 }

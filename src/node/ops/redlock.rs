@@ -122,6 +122,7 @@ pub(crate) fn redlock<E: Engine>(
                         &targets,
                     )?,
                     drift_factor: nums.get(Slot::DriftFactor),
+                    give_back_always: Flag::GiveBack.in_bits(flags),
                 };
                 let valid_until = |r: &Report| {
                     let drift = redlock::drift_ms(opts.ttl_ms, opts.drift_factor);
@@ -238,6 +239,7 @@ pub(crate) fn redlock<E: Engine>(
                     jitter: jitter(nums.get(Slot::JitterMs))?,
                     server_timeout: server_timeout(nums.get(Slot::ServerTimeoutMs), ttl, &targets)?,
                     drift_factor: 0.0,
+                    give_back_always: false,
                 };
                 let announce: Vec<Vec<&str>> = sources
                     .iter()
@@ -281,7 +283,9 @@ pub(crate) fn redlock<E: Engine>(
         // Without the votes asked for, what went well everywhere answers
         // small (a JavaScript object costs more than the rest of the reply):
         // a release `Yes`, a grant its validity and attempts.
-        let everywhere = report.granted && report.outcomes.iter().all(Outcome::not_against);
+        let everywhere = report.granted
+            && report.outcomes.iter().all(Outcome::not_against)
+            && report.failures.is_empty();
         Ok(match (everywhere, step) {
             (true, Step::Release) => Reply::Yes,
             (true, _) => Reply::With(Value::Granted(QuorumGrant {

@@ -76,6 +76,9 @@ pub enum Flag {
     Keep = 4,
     /// node-redlock: the report lists every attempt's votes (`rounds`).
     Votes = 8,
+    /// redlock 4.2.0: a failed lock attempt is given back on every server
+    /// (see `RedlockOptions::give_back_always`).
+    GiveBack = 16,
 }
 
 impl Flag {

@@ -89,6 +89,9 @@ pub struct QuorumReport {
     pub servers: Vec<ServerVote>,
     /// node-redlock: every attempt's votes, in order (empty for Redlock).
     pub rounds: Vec<Vec<ServerVote>>,
+    /// node-redlock: every server's failure in order (each attempt's, then
+    /// its give-back's), for redlock 4's `clientError` (empty for Redlock).
+    pub failures: Vec<ServerFailure>,
     /// How long ago the reported attempt started (ms, when the report was made).
     pub age_ms: f64,
 }
@@ -128,6 +131,15 @@ pub struct ServerVote {
     /// `acquired`, `held`, `released`, `extended`, `not-ours`, `timeout`,
     /// `unreachable`, `error` or `unheard` (an acquire settled by a
     /// majority before this server answered).
+    pub outcome: String,
+    pub error: Option<String>,
+}
+
+/// One server's failure (`timeout`, `unreachable` or `error`) in a report.
+#[napi(object)]
+pub struct ServerFailure {
+    /// Its index, in the order JavaScript gave the servers.
+    pub server: u32,
     pub outcome: String,
     pub error: Option<String>,
 }
