@@ -416,3 +416,36 @@ test('an abortSignal that is not one: a rejection, never a synchronous throw, as
     await p.then(() => holder.release(), (err) => assert.ok(err instanceof Error))
   }
 })
+
+test('a server that stops answering: acquire rejects with the face\'s TimeoutError at its acquireTimeout (the native error as cause), not at the command timeout', async () => {
+  const { startProxy } = require('./helpers/proxy')
+  const kinds = [
+    (target, key) => new ours.Mutex(target, key, { acquireTimeout: 300 }),
+    (target, key) => new ours.Semaphore(target, key, 2, { acquireTimeout: 300 })
+  ]
+  for (const make of kinds) {
+    // A proxy of its own: what a black hole swallows is lost for good.
+    const proxy = await startProxy(redis.server.port)
+    try {
+      // The command timeout is far beyond the acquireTimeout: the old code
+      // rejected only when the command timed out, with a plain Error.
+      const target = { host: '127.0.0.1', port: proxy.port, commandTimeout: 8000 }
+      const key = fresh('blackhole')
+      const warm = make(target, key + ':warm')
+      await warm.acquire()
+      await warm.release()
+      proxy.blackhole()
+      const lock = make(target, key)
+      const started = Date.now()
+      const err = await rejection(lock.acquire())
+      const took = Date.now() - started
+      assert.ok(err instanceof ours.TimeoutError, `${err && err.constructor.name}: ${err && err.message}`)
+      assert.match(err.message, new RegExp(`^Acquire (mutex|semaphore) (mutex|semaphore):${key} timeout$`))
+      assert.equal(err.cause && err.cause.code, 'ERR_REDIS_TIMEOUT')
+      assert.ok(took < 6000, `rejected after ${took} ms: before the command timeout (8000 ms)`)
+      assert.equal(lock.isAcquired, false)
+    } finally {
+      await proxy.close()
+    }
+  }
+})

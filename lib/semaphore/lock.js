@@ -276,9 +276,12 @@ function settleTry (lock, hold, outcome, err, resolve, reject) {
   resolve(true)
 }
 
-/** acquire's end: granted, or their TimeoutError. */
+/**
+ * acquire's end: granted, or their TimeoutError — also when Redis did not
+ * answer within acquireTimeout (the native error as its `cause`).
+ */
 function settleOrTimeout (lock, hold, outcome, err, resolve, reject) {
-  if (err) return reject(err)
+  if (err) return reject(err.code === 'ERR_REDIS_TIMEOUT' ? timeoutOf(lock, err) : err)
   if (outcome !== YES) return reject(timeoutOf(lock))
   granted(lock, hold)
   resolve()
@@ -292,8 +295,9 @@ function settleRelease (lock, hold, outcome, err, resolve, reject) {
   resolve()
 }
 
-function timeoutOf (lock) {
-  return new TimeoutError(`Acquire ${lock._kind} ${lock._key} timeout`)
+function timeoutOf (lock, cause) {
+  const message = `Acquire ${lock._kind} ${lock._key} timeout`
+  return cause === undefined ? new TimeoutError(message) : new TimeoutError(message, { cause })
 }
 
 /** The endpoint the keeper knows a lock by (a Redlock variant's first server). */

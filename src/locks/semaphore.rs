@@ -21,9 +21,11 @@
 //! `acquireTimeout` has passed.
 
 use std::future::Future;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::{select, Either};
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
@@ -33,7 +35,7 @@ use crate::locks::resend::{resent, Resend};
 use crate::locks::token;
 use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
-use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
+use crate::waiting::retry::{retry, Attempt, Retries, Schedule, Waited};
 use crate::waiting::timer::{wall_ms, Timer};
 use crate::waiting::wakeups::Wakeups;
 
@@ -399,16 +401,49 @@ pub async fn acquire<C: ConnectionLike>(
             attempts: 0,
         });
     };
+    let (deadline, timeout) = (schedule.retries.deadline(), waiting.timeout);
     let mut place = Place {
         conn,
         kind,
         holder: h,
     };
-    let waited = retry(&mut place, timer, &schedule, &|| 0.0, wake, cancel).await?;
-    Ok(Acquired {
+    let Some(deadline) = deadline else {
+        let waited = retry(&mut place, timer, &schedule, &|| 0.0, wake, cancel).await?;
+        return Ok(acquired(waited));
+    };
+    // An attempt still unanswered at `acquireTimeout` (a server that does
+    // not answer) ends the wait then, not at the command timeout: what it
+    // may have taken is given back first (bounded: a server that does not
+    // answer that either lets the place expire by its lease).
+    let left = deadline.saturating_duration_since(timer.now());
+    let answered = {
+        let waiting = retry(&mut place, timer, &schedule, &|| 0.0, wake, cancel);
+        match select(pin!(waiting), timer.sleep(left)).await {
+            Either::Left((waited, _)) => Some(waited),
+            Either::Right(_) => None,
+        }
+    };
+    if let Some(waited) = answered {
+        return Ok(acquired(waited?));
+    }
+    let give_back = release(place.conn, kind, h, None);
+    let _ = select(pin!(give_back), timer.sleep(GIVE_BACK_WITHIN)).await;
+    Err(Error::Timeout(format!(
+        "Redis did not answer the acquire of {} within its acquireTimeout ({} ms)",
+        h.key,
+        timeout.as_millis()
+    )))
+}
+
+/// How long an acquire cut short at its `acquireTimeout` waits for its
+/// give-back.
+const GIVE_BACK_WITHIN: Duration = Duration::from_millis(50);
+
+fn acquired<W, L>(waited: Waited<W, L>) -> Acquired {
+    Acquired {
         granted: waited.outcome.is_ok(),
         attempts: waited.attempts,
-    })
+    }
 }
 
 /// How a Redlock variant's operations run: `n` independent servers

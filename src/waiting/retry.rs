@@ -48,7 +48,7 @@ pub enum Retries {
 
 impl Retries {
     /// The deadline, if this schedule has one.
-    fn deadline(self) -> Option<Instant> {
+    pub fn deadline(self) -> Option<Instant> {
         match self {
             Retries::Until(d) | Retries::Bounded(_, d) => Some(d),
             _ => None,
