@@ -395,3 +395,23 @@ test('wakeOnRelease, beyond node-redlock 5: a release wakes a waiter on its reso
     await Promise.all(checks.map((x) => x.quit()))
   }
 })
+
+test('using, beyond node-redlock 5: a key taken over by another owner is told as taken, not as expired or deleted', async () => {
+  for (const n of [1, 3]) {
+    const cs = servers.slice(0, n).map((s) => client(s.port))
+    const admins = servers.slice(0, n).map((s) => admin(s.port))
+    const redlock = new Ours(cs, { automaticExtensionThreshold: 200 })
+    const key = fresh('taken')
+    let out = null
+    const err = await rejection(redlock.using([key], 900, async (signal) => {
+      for (const a of admins) await a.set(key, 'someone else', 'PX', 5000)
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+      out = { name: signal.error.name, reason: signal.error.reason, message: signal.error.message }
+    }))
+    for (const a of admins) await a.quit()
+    assert.equal(err.name, 'ExecutionError')
+    assert.equal(out.name, 'LockLostError')
+    assert.equal(out.reason, 'taken', `${n} server(s): ${out.message}`)
+    assert.match(out.message, /another owner/)
+  }
+})

@@ -392,7 +392,13 @@ async fn renew_on(servers: &Servers, held: &Held, lease_ms: u64) -> Result<Optio
             if report.granted {
                 Ok(None)
             } else if refused > n - quorum::majority(n) {
-                Ok(Some(Lost::Expired))
+                let connect = |i: usize| servers[i].get();
+                Ok(Some(
+                    match redlock::taken(n, connect, &TokioTimer, *within, keys).await {
+                        true => Lost::Taken,
+                        false => Lost::Expired,
+                    },
+                ))
             } else {
                 Err(Error::Timeout(
                     "renewal not confirmed by a majority in time".into(),

@@ -407,6 +407,37 @@ where
     Ok(attempt(&round).await.0)
 }
 
+/// After a renewal a majority refused: whether the resources now belong
+/// to someone else (a majority of the servers has one of the keys, which
+/// no longer carries the lock's value) rather than having expired or been
+/// deleted.
+pub async fn taken<C, F, Fut>(
+    n: usize,
+    connect: F,
+    timer: &dyn Timer,
+    within: Duration,
+    keys: &[String],
+) -> bool
+where
+    C: ConnectionLike,
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<C>>,
+{
+    let outcomes = on_all(
+        n,
+        &connect,
+        timer,
+        within,
+        Settle::AllServers,
+        |_, mut c: C| async move {
+            let found: i64 = redis::cmd("EXISTS").arg(keys).query_async(&mut c).await?;
+            Ok(found > 0)
+        },
+    )
+    .await;
+    outcomes.iter().filter(|o| o.ok()).count() >= majority(n)
+}
+
 /// Sets every resource's TTL again on a majority with the extend script
 /// (while they carry the value), retrying as `opts` says, as redlock 4
 /// extends.
