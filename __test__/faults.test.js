@@ -381,3 +381,28 @@ describe('slow Redis, scripts and other parties', () => {
     await lock.release()
   })
 })
+
+test('a connection reset under a release says "Connection reset by peer", not a libuv poll status', async () => {
+  const server = await startRedis()
+  const proxy = await startProxy(server.port)
+  try {
+    const lock = redislock.createLock(`redis://127.0.0.1:${proxy.port}`, { retries: 0 })
+    const key = `faults:reset:${process.pid}`
+    await lock.acquire(key)
+    // Every connection that carries the release is reset, the retry's too.
+    proxy.holdBack(new RegExp(key), 2000)
+    const releasing = lock.release().then(() => null, (err) => err)
+    for (let i = 0; i < 8; i++) {
+      await sleep(50)
+      proxy.drop(true)
+    }
+    proxy.forward()
+    const err = await releasing
+    assert.ok(err instanceof LockReleaseError, String(err))
+    assert.doesNotMatch(err.message, /poll error/)
+    assert.match(err.message, /Connection reset by peer/)
+  } finally {
+    await proxy.close()
+    await server.stop()
+  }
+})

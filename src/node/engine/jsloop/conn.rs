@@ -517,12 +517,21 @@ impl Conn {
     fn on_ready(conn: &Rc<RefCell<Conn>>, engine: &Engine, status: i32, events: i32) {
         let phase = conn.borrow().phase;
         if status < 0 && phase != Phase::Connecting {
-            return Conn::fail(
-                conn,
-                engine,
-                io::ErrorKind::Other,
-                &format!("poll error {status}"),
-            );
+            // libuv reports POLLERR as a bare status (UV_EBADF); the
+            // socket's pending error says what happened (reset, refused, …).
+            let pending = conn
+                .borrow()
+                .transport
+                .as_ref()
+                .and_then(|t| t.socket().take_error().ok().flatten());
+            let (kind, why) = match pending {
+                Some(e) => (e.kind(), e.to_string()),
+                None => (
+                    io::ErrorKind::Other,
+                    format!("the socket failed (libuv poll status {status})"),
+                ),
+            };
+            return Conn::fail(conn, engine, kind, &why);
         }
         if phase == Phase::Connecting {
             // libuv reports a failed connect as an error status (POLLERR);
