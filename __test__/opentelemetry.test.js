@@ -223,3 +223,40 @@ test('the keeper\'s renewals are told on redislock-rs:renewal, with the key', as
     dc.unsubscribe('redislock-rs:renewal', onRenewal)
   }
 })
+
+test('every granted acquire carries its attempts in the redislock-rs:acquire context, one that waited too', async () => {
+  const seen = []
+  const onEnd = (ctx) => { if (ctx.outcome === 'granted') seen.push([ctx.face, ctx.kind, ctx.attempts]) }
+  const tc = dc.tracingChannel('redislock-rs:acquire')
+  tc.subscribe({ asyncEnd: onEnd })
+  const url = redis.server.url
+  const r = new RS.Redisson({ redis: { client: url } })
+  try {
+    // Each: take `key` with `hold`, start `wait` on it, free it a little later.
+    const faces = [
+      ['redislock lock', () => R.createLock(url, { timeout: 5000, retries: 200, delay: 10 }), (l, k) => l.acquire(k), (l) => l.release()],
+      ['redislock lock, fencing', () => R.createLock(url, { timeout: 5000, retries: 200, delay: 10, fencing: true }), (l, k) => l.acquire(k), (l) => l.release()],
+      ['redislock quorum', () => R.createLock([url], { timeout: 5000, retries: 200, delay: 10 }), (l, k) => l.acquire(k), (l) => l.release()],
+      ['semaphore mutex', (k) => new S.Mutex(url, k, { acquireTimeout: 5000, retryInterval: 10 }), (l) => l.acquire(), (l) => l.release()],
+      ['redisson rlock', (k) => r.getLock(k), (l) => l.tryLock(5000, 5000), (l) => l.unlock()]
+    ]
+    for (const [name, make, take, free] of faces) {
+      const key = fresh('attempts')
+      seen.length = 0
+      const holder = make(key)
+      await take(holder, key)
+      const waiter = make(key)
+      const waiting = take(waiter, key)
+      await sleep(60)
+      await free(holder)
+      await waiting
+      await free(waiter)
+      assert.equal(seen.length, 2, `${name}: two grants traced`)
+      assert.equal(seen[0][2], 1, `${name}: the first took one attempt (${seen[0]})`)
+      assert.ok(Number.isInteger(seen[1][2]) && seen[1][2] > 1, `${name}: the waiter's attempts (${seen[1]})`)
+    }
+  } finally {
+    tc.unsubscribe({ asyncEnd: onEnd })
+    await r.quit()
+  }
+})

@@ -512,6 +512,7 @@ async fn reentrant_try_lock_waits_out_the_holders_lease() {
             reentrant::Flavor::Plain,
         )
         .await
+        .map(|held| held.is_some())
     }
     // Another holder, whose lease ends in 300 ms.
     let _: () = redis::pipe()

@@ -11,7 +11,8 @@
  *   promises of the redislock and redlock 4 faces. Close spans on
  *   asyncEnd. The context says which face and lock kind, the keys, the
  *   servers, and when it settles the outcome, how long it took, the
- *   attempts and fencing token where known, and the error's class.
+ *   attempts (of every acquire, granted or not) and fencing token where
+ *   known, and the error's class.
  * - the plain channel `redislock-rs:lost`, once per lost lock, with the
  *   face, the keys, the reason and the LockLostError;
  * - the plain channel `redislock-rs:renewal`, once per lease renewed by
@@ -28,6 +29,10 @@ const channels = {
   extend: dc.tracingChannel('redislock-rs:extend')
 }
 const lostChannel = dc.channel('redislock-rs:lost')
+// The attempts of a lock's last granted acquire, noted by its face's
+// settle (which runs before the traced promise's reactions) only while
+// someone listens.
+const granted = new WeakMap()
 const renewalChannel = dc.channel('redislock-rs:renewal')
 
 /**
@@ -70,6 +75,11 @@ function observe (tc, ctx, spec, original, self, args) {
     ctx.result = result
     ctx.durationMs = performance.now() - started
     ctx.outcome = spec.outcome(result, self, ctx)
+    const attempts = granted.get(self)
+    if (attempts !== undefined && spec.op === 'acquire') {
+      granted.delete(self)
+      ctx.attempts = attempts
+    }
     if (spec.after !== undefined) spec.after(self, ctx)
     tc.asyncStart.publish(ctx)
     tc.asyncEnd.publish(ctx)
@@ -105,6 +115,14 @@ function outcomeOf (err) {
   return 'failed'
 }
 
+/**
+ * Notes that `lock`'s acquire was granted after `n` attempts, for its
+ * trace context, if anyone listens.
+ */
+function attempts (lock, n) {
+  if (channels.acquire.hasSubscribers && typeof n === 'number') granted.set(lock, n)
+}
+
 /** Publishes a lost lock on `redislock-rs:lost`, if anyone listens. */
 function lost (face, keys, reason, error) {
   if (lostChannel.hasSubscribers) lostChannel.publish({ face, keys, reason, error })
@@ -119,4 +137,4 @@ function renewed (key) {
   if (renewalChannel.hasSubscribers) renewalChannel.publish({ key })
 }
 
-module.exports = { instrument, lost, renewed }
+module.exports = { instrument, attempts, lost, renewed }

@@ -10,7 +10,7 @@ const { targetFor } = require('../common/targets')
 const keeper = require('../common/keeper')
 const { lose } = require('../common/holds')
 const { keeperRemaining, endpointName } = require('../native/loader')
-const { instrument } = require('../common/trace')
+const { instrument, attempts: noteAttempts } = require('../common/trace')
 const { LockAcquisitionError, LockReleaseError, LockExtendError, wrapError, extendTimeError } = require('../common/errors')
 const { signalOption, abortable } = require('../common/abort')
 const {
@@ -38,10 +38,12 @@ function newHold (expires, flags, id, fencing) {
   return { controller: null, lost: null, expires, flags, id, fencing }
 }
 
-function settleAcquire (lock, key, acquired, err, resolve, reject) {
+function settleAcquire (lock, key, outcome, err, resolve, reject, attempts) {
   lock[kBusy] = false
   if (err) return reject(wrapError(err, LockAcquisitionError))
-  if (!acquired) return reject(new LockAcquisitionError('Could not acquire lock on "' + key + '"'))
+  // Granted: the number of attempts it took (src/node/ops/token.rs).
+  if (outcome !== VALUE) return reject(new LockAcquisitionError('Could not acquire lock on "' + key + '"'))
+  noteAttempts(lock, attempts)
   markHeld(lock, key, Lock._acquiredLocks)
   // The lease runs from no earlier than the call (conservative).
   lock[kHold] = newHold(lock[kStarted] + lock.timeout, 0, 0, null)
@@ -58,7 +60,8 @@ function settleAcquireX (lock, ctx, outcome, err, resolve, reject, value) {
     if (ctx.tryOnly) return resolve(false)
     return reject(new LockAcquisitionError('Could not acquire lock on "' + ctx.key + '"'))
   }
-  // `value`: the grant, { fencing (a bigint, or null), ageUs } (src/node/wire/done.rs).
+  // `value`: the grant, { fencing (a bigint, or null), ageUs, attempts } (src/node/wire/done.rs).
+  noteAttempts(lock, value.attempts)
   const fencing = value.fencing == null ? null : value.fencing
   const expires = now() - value.ageUs / 1000 + ctx.ttl
   if (ctx.aborted) {

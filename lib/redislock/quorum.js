@@ -21,7 +21,7 @@ const {
 } = require('../common/lock-base')
 
 const { LockOp, Flag: { Wake: F_WAKE, Keep: F_KEEP }, nums } = require('../native/wire')
-const { instrument } = require('../common/trace')
+const { instrument, attempts: noteAttempts } = require('../common/trace')
 const now = () => performance.now()
 
 // Hidden per-lock state (lib/common/lock-base.js): the shared symbols, and
@@ -93,6 +93,7 @@ function settleAcquire (lock, ctx, outcome, err, resolve, reject, value) {
     return reject(withServers(new LockAcquisitionError(`Could not acquire lock on "${key}"${tries}: ${why}`), lock, r))
   }
   markHeld(lock, key, lock[kAcquired])
+  noteAttempts(lock, r.attempts)
   lock[kValidUntil] = now() + r.validityMs
   const hold = holds.newHold()
   hold.id = lock[kHoldId]

@@ -19,10 +19,9 @@ const { TimeUnit } = require('./timeunit')
 const { nodePrefixName, prefixName, describe, checkUnit, millis } = require('./args')
 
 const { RedissonOp: { TryLock: TRY_LOCK, Unlock: UNLOCK, ForceUnlock: FORCE_UNLOCK, IsLocked: IS_LOCKED }, Outcome, nums } = require('../native/wire')
-const { instrument } = require('../common/trace')
+const { instrument, attempts: noteAttempts } = require('../common/trace')
 // An unlock that released the last hold answers with a value (src/node/ops/redisson.rs).
 const RELEASED = Outcome.Value
-const YES = Outcome.Yes
 const NO = Outcome.No
 
 // Hidden per-lock state (lib/common/lock-base.js; the current or last hold
@@ -80,9 +79,12 @@ function leaseOf (leaseTime, unit) {
 // keeper keeps one lease per owner field, whichever RLock objects took it.
 const watched = new Map()
 
-function settleTryLock (lock, ctx, outcome, err, resolve, reject) {
+function settleTryLock (lock, ctx, outcome, err, resolve, reject, attempts) {
   if (err) return reject(lock._wrap(err))
-  if (outcome) {
+  // Held: the attempts it took (src/node/ops/redisson.rs).
+  const held = outcome !== NO
+  if (held) {
+    noteAttempts(lock, attempts)
     // node-redisson: a fixed lease becomes the lease of later unlocks.
     if (ctx.lease !== null) lock[kLeaseMs] = ctx.lease
     if (lock[kCount]++ === 0) lock[kHold] = newHold()
@@ -96,7 +98,7 @@ function settleTryLock (lock, ctx, outcome, err, resolve, reject) {
       })
     }
   }
-  resolve(outcome === YES)
+  resolve(held)
 }
 
 /** This object's holds are over (released, or found not ours). */

@@ -17,7 +17,7 @@
 
 const crypto = require('crypto')
 const { start } = require('../native/bridge')
-const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { Yes: YES }, Slot, blank } = require('../native/wire')
+const { LockOp, Flag: { Keep: F_KEEP, Wake: F_WAKE }, Outcome: { No: NO }, Slot, blank } = require('../native/wire')
 
 const { Flags: SLOT_FLAGS, Env: SLOT_ENV, Hold: SLOT_HOLD, MaxLagMs: SLOT_MAX_LAG, Cancel: SLOT_CANCEL } = Slot
 const { Time: SLOT_TIME, Limit: SLOT_LIMIT, Permits: SLOT_PERMITS, Attempts: SLOT_ATTEMPTS, WaitMs: SLOT_WAIT_MS, Delay: SLOT_DELAY } = Slot
@@ -167,6 +167,7 @@ class Lock {
       if (!got) throw timeoutOf(this)
     }, (err) => {
       abortSignal.removeEventListener('abort', onAbort)
+      if (settle !== settleTry && err.code === 'ERR_REDIS_TIMEOUT') throw timeoutOf(this, err)
       throw err
     })
   }
@@ -268,10 +269,14 @@ function granted (lock, hold) {
   if (hold !== 0) lock._watch(hold)
 }
 
+// A granted acquire answers the attempts it took (src/node/ops/semaphore.rs);
+// the refresh that takes an externally acquired lock, a bare yes.
+
 /** tryAcquire's end: true when granted, false when not. */
-function settleTry (lock, hold, outcome, err, resolve, reject) {
+function settleTry (lock, hold, outcome, err, resolve, reject, attempts) {
   if (err) return reject(err)
-  if (outcome !== YES) return resolve(false)
+  if (outcome === NO) return resolve(false)
+  trace.attempts(lock, attempts)
   granted(lock, hold)
   resolve(true)
 }
@@ -280,9 +285,10 @@ function settleTry (lock, hold, outcome, err, resolve, reject) {
  * acquire's end: granted, or their TimeoutError — also when Redis did not
  * answer within acquireTimeout (the native error as its `cause`).
  */
-function settleOrTimeout (lock, hold, outcome, err, resolve, reject) {
+function settleOrTimeout (lock, hold, outcome, err, resolve, reject, attempts) {
   if (err) return reject(err.code === 'ERR_REDIS_TIMEOUT' ? timeoutOf(lock, err) : err)
-  if (outcome !== YES) return reject(timeoutOf(lock))
+  if (outcome === NO) return reject(timeoutOf(lock))
+  trace.attempts(lock, attempts)
   granted(lock, hold)
   resolve()
 }

@@ -439,7 +439,7 @@ impl Wait {
 }
 
 /// node-redisson's `tryLock`: attempts until the lock is taken or the wait
-/// is over. `true` when held. One `Attempt` of the one wait loop
+/// is over. When held, how many attempts it took. One `Attempt` of the one wait loop
 /// (`retry::retry`): a first attempt that fails subscribes to the lock's
 /// channel and tries again at once, so a release between a failed attempt
 /// and the sleep is never missed; each sleep ends on a release, at the
@@ -457,7 +457,7 @@ pub async fn try_lock<C: ConnectionLike>(
     lease_ms: u64,
     wait: Wait,
     flavor: Flavor,
-) -> Result<bool> {
+) -> Result<Option<u64>> {
     check_name(name)?;
     check_ms(lease_ms, "lease time")?;
     let lease = lease_ms.to_string();
@@ -479,8 +479,8 @@ pub async fn try_lock<C: ConnectionLike>(
     if let (Flavor::Fair { waiter_timeout_ms }, true, false) = (flavor, waiting, held) {
         fair_give_up(one.conn, name, field, waiter_timeout_ms).await;
     }
-    waited?;
-    Ok(held)
+    let waited = waited?;
+    Ok(held.then_some(waited.attempts))
 }
 
 /// One `tryLock` attempt for `field` (see [`attempt`]): lost with the

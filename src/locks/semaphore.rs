@@ -23,7 +23,7 @@
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::future::{select, Either};
 use redis::aio::ConnectionLike;
@@ -346,19 +346,57 @@ pub struct Acquired {
     pub attempts: u64,
 }
 
+/// One attempt of a one-server acquire. With an `acquireTimeout`, an
+/// attempt still unanswered when it runs out (and at least
+/// [`ANSWER_WITHIN`] after it was sent) ends the acquire with a timeout,
+/// not at the command timeout: what it may have taken is given back first
+/// (bounded by [`GIVE_BACK_WITHIN`]: a server that does not answer that
+/// either lets the place expire by its lease).
 struct Place<'a, C> {
     conn: &'a mut C,
     kind: Kind,
     holder: Holder<'a>,
+    timer: &'a dyn Timer,
+    /// When the `acquireTimeout` runs out, and the timeout (for the message).
+    deadline: Option<(Instant, Duration)>,
 }
+
+/// The least time an attempt is given to be answered, however little of
+/// the `acquireTimeout` is left when it is sent.
+const ANSWER_WITHIN: Duration = Duration::from_millis(100);
+
+/// How long an attempt cut short at the `acquireTimeout` waits for its
+/// give-back.
+const GIVE_BACK_WITHIN: Duration = Duration::from_millis(50);
 
 impl<C: ConnectionLike> Attempt for Place<'_, C> {
     type Won = ();
     type Lost = ();
 
     async fn attempt(&mut self) -> Result<std::result::Result<(), ()>> {
-        let got = try_acquire(self.conn, self.kind, self.holder).await?;
-        Ok(if got { Ok(()) } else { Err(()) })
+        let (kind, h) = (self.kind, self.holder);
+        let Some((deadline, timeout)) = self.deadline else {
+            let got = try_acquire(self.conn, kind, h).await?;
+            return Ok(if got { Ok(()) } else { Err(()) });
+        };
+        let left = deadline.saturating_duration_since(self.timer.now());
+        let answered = {
+            let attempt = try_acquire(self.conn, kind, h);
+            match select(pin!(attempt), self.timer.sleep(left.max(ANSWER_WITHIN))).await {
+                Either::Left((got, _)) => Some(got),
+                Either::Right(_) => None,
+            }
+        };
+        if let Some(got) = answered {
+            return Ok(if got? { Ok(()) } else { Err(()) });
+        }
+        let give_back = release(self.conn, kind, h, None);
+        let _ = select(pin!(give_back), self.timer.sleep(GIVE_BACK_WITHIN)).await;
+        Err(Error::Timeout(format!(
+            "Redis did not answer the acquire of {} within its acquireTimeout ({} ms)",
+            h.key,
+            timeout.as_millis()
+        )))
     }
 }
 
@@ -401,43 +439,17 @@ pub async fn acquire<C: ConnectionLike>(
             attempts: 0,
         });
     };
-    let (deadline, timeout) = (schedule.retries.deadline(), waiting.timeout);
+    let deadline = schedule.retries.deadline().map(|d| (d, waiting.timeout));
     let mut place = Place {
         conn,
         kind,
         holder: h,
+        timer,
+        deadline,
     };
-    let Some(deadline) = deadline else {
-        let waited = retry(&mut place, timer, &schedule, &|| 0.0, wake, cancel).await?;
-        return Ok(acquired(waited));
-    };
-    // An attempt still unanswered at `acquireTimeout` (a server that does
-    // not answer) ends the wait then, not at the command timeout: what it
-    // may have taken is given back first (bounded: a server that does not
-    // answer that either lets the place expire by its lease).
-    let left = deadline.saturating_duration_since(timer.now());
-    let answered = {
-        let waiting = retry(&mut place, timer, &schedule, &|| 0.0, wake, cancel);
-        match select(pin!(waiting), timer.sleep(left)).await {
-            Either::Left((waited, _)) => Some(waited),
-            Either::Right(_) => None,
-        }
-    };
-    if let Some(waited) = answered {
-        return Ok(acquired(waited?));
-    }
-    let give_back = release(place.conn, kind, h, None);
-    let _ = select(pin!(give_back), timer.sleep(GIVE_BACK_WITHIN)).await;
-    Err(Error::Timeout(format!(
-        "Redis did not answer the acquire of {} within its acquireTimeout ({} ms)",
-        h.key,
-        timeout.as_millis()
-    )))
+    let waited = retry(&mut place, timer, &schedule, &|| 0.0, wake, cancel).await?;
+    Ok(acquired(waited))
 }
-
-/// How long an acquire cut short at its `acquireTimeout` waits for its
-/// give-back.
-const GIVE_BACK_WITHIN: Duration = Duration::from_millis(50);
 
 fn acquired<W, L>(waited: Waited<W, L>) -> Acquired {
     Acquired {

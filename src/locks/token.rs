@@ -161,11 +161,13 @@ pub struct Grant<'a> {
 }
 
 /// A grant: when its winning attempt was sent (the lease runs from no
-/// earlier than that) and its fencing token, if any.
+/// earlier than that), its fencing token, if any, and how many attempts
+/// it took.
 #[derive(Clone, Copy, Debug)]
 pub struct Granted {
     pub sent: Instant,
     pub fencing: Option<u64>,
+    pub attempts: u64,
 }
 
 /// [`acquire`] with the options of [`Grant`]. `None` when every attempt
@@ -207,7 +209,8 @@ pub async fn acquire_with<C: ConnectionLike>(
         grant,
     };
     let waited = retry(&mut one, timer, &schedule, &|| 0.0, wake, grant.cancel).await?;
-    Ok(waited.outcome.ok())
+    let attempts = waited.attempts;
+    Ok(waited.outcome.ok().map(|g| Granted { attempts, ..g }))
 }
 
 /// An attempt on one server (see [`attempt_with`]).
@@ -269,6 +272,7 @@ async fn attempt_raw<C: ConnectionLike>(
             Ok(true) => Ok(Some(Granted {
                 sent,
                 fencing: None,
+                attempts: 1,
             })),
             Ok(false) => Ok(None),
             Err(err @ Error::Timeout(_)) => {
@@ -300,6 +304,7 @@ async fn attempt_raw<C: ConnectionLike>(
         Ok(fencing) => Ok(fencing.map(|n| Granted {
             sent,
             fencing: Some(n),
+            attempts: 1,
         })),
         Err(err @ Error::Timeout(_)) => {
             let _ = release_after_timeout(conn, key, token).await;

@@ -186,6 +186,7 @@ async fn run<C: ConnectionLike>(
             Ok(Reply::With(Value::Grant {
                 fencing: granted.fencing,
                 age_us: age_us(granted.sent),
+                attempts: granted.attempts,
             }))
         }
         LockOp::Release => {

@@ -255,7 +255,7 @@ where
                 req.flavor,
             )
             .await?;
-            if let (true, Some(want)) = (held, replicas) {
+            if let (Some(_), Some(want)) = (held, replicas) {
                 if let Err(e) = replicas::wait_for(conn, want).await {
                     // Not acknowledged: give this hold back (one hold fewer,
                     // as an unlock; the last one wakes the waiters).
@@ -263,7 +263,7 @@ where
                     return Err(e);
                 }
             }
-            if let (true, Some(w)) = (held, watch) {
+            if let (Some(_), Some(w)) = (held, watch) {
                 let holder = req.flavor.holder(&req.field);
                 let h = Held::new(&target.shared, &req.name, &holder, req.kind());
                 let granted = std::time::Instant::now();

@@ -175,7 +175,7 @@ pub(crate) fn semaphore<E: Engine>(
                 if got.granted && kept {
                     keep(sent)?;
                 }
-                Ok(Reply::from(got.granted))
+                Ok(Reply::from(got.granted.then_some(got.attempts)))
             }
             LockOp::Extend => {
                 let sent = Instant::now();
@@ -281,7 +281,7 @@ pub(crate) fn semaphores<E: Engine>(
                 if got.granted && kept {
                     keep(sent)?;
                 }
-                Ok(Reply::from(got.granted))
+                Ok(Reply::from(got.granted.then_some(got.attempts)))
             }
             LockOp::Extend => {
                 let sent = Instant::now();

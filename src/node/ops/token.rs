@@ -4,10 +4,11 @@
 
 use crate::error::Result;
 use crate::limits;
-use crate::locks::token::{self, AcquireOptions};
+use crate::locks::token::{self, AcquireOptions, Grant};
 use crate::node::engine::contract::Engine;
 
-/// Takes `key` for `token` (see `token::acquire`): `true` when held.
+/// Takes `key` for `token` (see `token::acquire`): when held, how many
+/// attempts it took.
 pub(crate) async fn acquire<E: Engine>(
     endpoint: u32,
     key: String,
@@ -15,11 +16,12 @@ pub(crate) async fn acquire<E: Engine>(
     ttl: f64,
     retries: f64,
     delay: f64,
-) -> Result<bool> {
+) -> Result<Option<u64>> {
     let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
     let route = E::shared(endpoint)?;
     let mut c = E::connect(&route).await?;
-    token::acquire(&mut c, E::timer(), &key, &token, &opts).await
+    let granted = token::acquire_with(&mut c, E::timer(), &key, &token, &opts, Grant::default());
+    Ok(granted.await?.map(|g| g.attempts))
 }
 
 /// Deletes `key` if `token` holds it (see `token::release`): `false` when

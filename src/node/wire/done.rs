@@ -37,6 +37,17 @@ pub(crate) enum Reply {
     With(Value),
 }
 
+/// A grant and the attempts it took (a number for JavaScript), or not
+/// acquired.
+impl From<Option<u64>> for Reply {
+    fn from(attempts: Option<u64>) -> Reply {
+        match attempts {
+            Some(n) => Reply::With(Value::Attempts(n)),
+            None => Reply::No,
+        }
+    }
+}
+
 impl From<bool> for Reply {
     fn from(yes: bool) -> Reply {
         if yes {
@@ -50,8 +61,15 @@ impl From<bool> for Reply {
 /// What an operation answers beyond yes or no.
 pub enum Value {
     /// A token lock's grant: its fencing token (`fencing: true`; a bigint
-    /// for JavaScript) and how long ago the winning attempt was sent.
-    Grant { fencing: Option<u64>, age_us: u64 },
+    /// for JavaScript), how long ago the winning attempt was sent and how
+    /// many attempts it took.
+    Grant {
+        fencing: Option<u64>,
+        age_us: u64,
+        attempts: u64,
+    },
+    /// A grant that says only how many attempts it took (a number).
+    Attempts(u64),
     /// An extend: how long ago its command was sent (µs).
     Age(u64),
     /// What `inspect()` found.
@@ -149,6 +167,7 @@ pub struct ServerFailure {
 pub struct Granted {
     pub fencing: Option<BigInt>,
     pub age_us: f64,
+    pub attempts: f64,
 }
 
 /// One item of `values`.
@@ -167,13 +186,19 @@ impl ToNapiValue for Item {
         unsafe {
             match item {
                 Item::Failed(err) => Ok(js_error(env, &err)),
-                Item::Value(Value::Grant { fencing, age_us }) => Granted::to_napi_value(
+                Item::Value(Value::Grant {
+                    fencing,
+                    age_us,
+                    attempts,
+                }) => Granted::to_napi_value(
                     env,
                     Granted {
                         fencing: fencing.map(BigInt::from),
                         age_us: age_us as f64,
+                        attempts: attempts as f64,
                     },
                 ),
+                Item::Value(Value::Attempts(n)) => f64::to_napi_value(env, n as f64),
                 Item::Value(Value::Age(us)) => f64::to_napi_value(env, us as f64),
                 Item::Value(Value::Inspected(i)) => Inspected::to_napi_value(env, i),
                 Item::Value(Value::Report(r)) => QuorumReport::to_napi_value(env, r),
