@@ -175,6 +175,7 @@ export declare const GRANT_SPAN: number
 export interface Granted {
   fencing?: bigint
   ageUs: number
+  attempts: number
 }
 
 /**
