@@ -314,10 +314,10 @@ test('acquire(key, { signal }) on a quorum lock: an abort ends the wait at once;
   // tryAcquire: one attempt; false only when others hold a blocking share.
   const one = R.createLock(all(), { timeout: 5000 })
   assert.equal(await one.tryAcquire(key), true)
-  const two = R.createLock(all(), { timeout: 5000, retries: 5 })
+  const two = R.createLock(all(), { timeout: 5000, retries: 5, delay: 3000 })
   const t1 = Date.now()
   assert.equal(await two.tryAcquire(key), false)
-  assert.ok(Date.now() - t1 < 500, 'one attempt, no retries')
+  assert.ok(Date.now() - t1 < 2000, 'one attempt, no retries (a retry waits 3 s)')
   await one[Symbol.asyncDispose]()
   assert.equal(one._locked, false)
   await one[Symbol.asyncDispose]() // not held: nothing to do

@@ -133,11 +133,11 @@ test('RSemaphore: a wait ends at its deadline; no waitTime is one attempt', asyn
   await s.trySetPermits(1)
   let t = Date.now()
   assert.equal(await s.tryAcquire(2), false)
-  assert.ok(Date.now() - t < 200)
+  assert.ok(Date.now() - t < 1000, 'no wait')
   t = Date.now()
   assert.equal(await s.tryAcquire(2, 300), false)
   const took = Date.now() - t
-  assert.ok(took >= 290 && took < 1000, `took ${took} ms`)
+  assert.ok(took >= 290 && took < 3000, `took ${took} ms: ended at its deadline`)
   assert.equal(await s.availablePermits(), 1)
 })
 

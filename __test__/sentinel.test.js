@@ -107,7 +107,7 @@ test('sentinels that refuse the connection: every face rejects at once, naming t
       const { err, ms } = await settled(lock(), 12000, what)
       times[what] = ms
       // Refused is known at once: no waiting for connectTimeout (2 s by default).
-      assert.ok(ms < 500, `${what}: rejected after ${ms} ms`)
+      assert.ok(ms < 1500, `${what}: rejected after ${ms} ms`)
       assert.match(err.message, /refused/, what)
       for (const s of sentinels) assert.ok(err.message.includes(s), `${what}: names ${s}: ${err.message}`)
       if (face === 'the Redisson face') assert.ok(err instanceof Error && err.lockName === 'sentinel:bad', what)
