@@ -177,3 +177,33 @@ test('wakeOnRelease on a Redlock variant: the waiter listens on every server and
   await waiter.release()
   assert.deepEqual(await onEvery((c) => c.zcard(`semaphore:${key}`)), [0, 0, 0])
 })
+
+test('a refresh round that two slow servers do not answer in time does not lose a RedlockSemaphore with most of its lease left, as theirs keeps its own', async () => {
+  const { startProxy } = require('./helpers/proxy')
+  const proxies = [await startProxy(servers[1].port), await startProxy(servers[2].port)]
+  try {
+    const cs = [client(servers[0].port), client(proxies[0].port), client(proxies[1].port)]
+    const lost = []
+    const key = fresh('slow-round')
+    const held = [
+      ['ours', new ours.RedlockSemaphore(cs, key + ':ours', 2, { lockTimeout: 3000, onLockLost: () => lost.push('ours') })],
+      ['theirs', new theirs.RedlockSemaphore(cs, key + ':theirs', 2, { lockTimeout: 3000, refreshInterval: 1000, onLockLost: () => lost.push('theirs') })]
+    ]
+    for (const [, s] of held) await s.acquire()
+    // Replies 70 ms late (more than a 3 s lease's 50 ms per-server bound)
+    // for over one of our refresh rounds, well within the lease.
+    for (const p of proxies) p.delayReplies(70)
+    await sleep(1200)
+    for (const p of proxies) p.delayReplies(0)
+    await sleep(3500)
+    assert.deepEqual(lost, [], 'nobody lost')
+    for (const [name, s] of held) {
+      assert.equal(s.isAcquired, true, name)
+      const members = await onEvery((c) => c.zrange(`semaphore:${key}:${name}`, 0, -1))
+      assert.deepEqual(members, [[s.identifier], [s.identifier], [s.identifier]], `${name}: on every server`)
+    }
+    for (const [, s] of held) await s.release()
+  } finally {
+    for (const p of proxies) await p.close()
+  }
+})

@@ -43,7 +43,7 @@ use crate::error::{Error, Result};
 use crate::locks::quorum::{self, Outcome, Renewal};
 use crate::locks::redlock::{self, RedlockOptions, Resources, Scripts};
 use crate::locks::reentrant::{self, Unlocked};
-use crate::locks::semaphore;
+use crate::locks::semaphore::{self, Refreshed};
 use crate::locks::token::RENEW_OR_WHY_SCRIPT;
 use crate::transport::connection::SharedConnection;
 use crate::waiting::retry::Retries;
@@ -345,10 +345,14 @@ async fn renew_on(servers: &Servers, held: &Held, lease_ms: u64) -> Result<Optio
                 identifier: &held.owner,
                 ttl_ms: lease_ms,
             };
-            Ok(match semaphore::refresh_quorum(&q, kind, holder).await? {
-                true => None,
-                false => Some(Lost::Expired),
-            })
+            match semaphore::refresh_quorum(&q, kind, holder).await? {
+                Refreshed::Yes => Ok(None),
+                Refreshed::No => Ok(Some(Lost::Expired)),
+                // Servers slow or away: tried again while the lease may run.
+                Refreshed::Unsure => Err(Error::Timeout(
+                    "refresh not confirmed by a quorum in time".into(),
+                )),
+            }
         }
         Servers::One(conn) => renew(&mut conn.get().await?, held, lease_ms).await,
         Servers::Quorum { servers, within } => {

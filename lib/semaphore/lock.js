@@ -199,7 +199,7 @@ class Lock {
     st.hold = hold
     const t = st.target
     const where = { endpoint: firstEndpoint(t), key: t.prefix + this._key, token: this._identifier }
-    keeper.watch(hold, this, where, () => {
+    keeper.watch(hold, this, where, (reason) => {
       if (st.hold !== hold) return
       st.hold = 0
       if (!this._acquired) return
@@ -207,7 +207,7 @@ class Lock {
       const err = new LostLockError(`Lost ${this._kind} for key ${this._key}`)
       if (st.controller === null) st.controller = new AbortController()
       st.controller.abort(err)
-      trace.lost('semaphore', [this._key], 'expired', err)
+      trace.lost('semaphore', [this._key], reason, err)
       // As theirs: onLockLost runs as a method of the lock, and what it
       // throws (the default throws `err`) is an unhandled rejection.
       Promise.resolve().then(() => this._onLockLost(err))

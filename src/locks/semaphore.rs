@@ -553,24 +553,55 @@ where
     })
 }
 
+/// How a Redlock variant's refresh went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refreshed {
+    /// On a quorum (and taken again where a server had lost it).
+    Yes,
+    /// Too many servers said it is not there: it was given back everywhere.
+    No,
+    /// Neither: too many servers did not answer in time (or failed). Nothing
+    /// was given back; whether it still holds is not known.
+    Unsure,
+}
+
 /// The Redlock variants' refresh: on every server at once; refreshed on a
-/// quorum, the servers that had lost it take it again; else it is given
-/// back everywhere and lost (`false`).
-pub async fn refresh_quorum<C, F, Fut>(q: &Quorum<'_, F>, kind: Kind, h: Holder<'_>) -> Result<bool>
+/// quorum, the servers that had lost it take it again. Refused by so many
+/// that no quorum can confirm it, it is given back everywhere and lost
+/// ([`Refreshed::No`]); short of a quorum only because servers did not
+/// answer, it is [`Refreshed::Unsure`] and the caller decides (the keeper
+/// tries again while the lease may still run; a refresh JavaScript asked
+/// for gives it back, as redis-semaphore does).
+pub async fn refresh_quorum<C, F, Fut>(
+    q: &Quorum<'_, F>,
+    kind: Kind,
+    h: Holder<'_>,
+) -> Result<Refreshed>
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
     check(h)?;
-    let (got, done) = count(
-        q,
-        |_, mut c: C| async move { refresh(&mut c, kind, h).await },
+    let refresh = |_, mut c: C| async move { refresh(&mut c, kind, h).await };
+    let outcomes = on_all(
+        q.n,
+        q.connect,
+        q.timer,
+        q.within,
+        Settle::AllServers,
+        refresh,
     )
     .await;
+    let done: Vec<bool> = outcomes.iter().map(Outcome::ok).collect();
+    let got = done.iter().filter(|d| **d).count();
     if got < q.needed() {
+        let refused = outcomes.iter().filter(|o| **o == Outcome::NotOurs).count();
+        if refused <= q.n - q.needed() {
+            return Ok(Refreshed::Unsure);
+        }
         release_quorum(q, kind, h, None).await;
-        return Ok(false);
+        return Ok(Refreshed::No);
     }
     if got < q.n {
         let done = &done;
@@ -582,7 +613,7 @@ where
         })
         .await;
     }
-    Ok(true)
+    Ok(Refreshed::Yes)
 }
 
 /// The Redlock variants' release (announced on each server if

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::keeper::{self, Held, Kind as Keep, Servers};
 use crate::limits;
 use crate::locks::quorum::majority;
-use crate::locks::semaphore::{self, Announce, Holder, Kind, Quorum, Waiting};
+use crate::locks::semaphore::{self, Announce, Holder, Kind, Quorum, Refreshed, Waiting};
 use crate::node::cancels::cancel_slot_of;
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
@@ -285,7 +285,16 @@ pub(crate) fn semaphores<E: Engine>(
             }
             LockOp::Extend => {
                 let sent = Instant::now();
-                let refreshed = semaphore::refresh_quorum(&q, kind, holder).await?;
+                // As redis-semaphore: a refresh short of a quorum, for
+                // whatever reason, gives the lock back.
+                let refreshed = match semaphore::refresh_quorum(&q, kind, holder).await? {
+                    Refreshed::Yes => true,
+                    Refreshed::No => false,
+                    Refreshed::Unsure => {
+                        semaphore::release_quorum(&q, kind, holder, None).await;
+                        false
+                    }
+                };
                 if refreshed && kept {
                     keep(sent)?;
                 }
