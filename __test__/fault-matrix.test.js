@@ -11,7 +11,7 @@
 
 const { describe, test, before, after } = require('node:test')
 const assert = require('node:assert')
-const { spawn } = require('child_process')
+const { runNode } = require('./helpers/child')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
@@ -22,29 +22,19 @@ const SCENARIOS = ['killed-under-load', 'silent', 'refused', 'blackhole', 'reset
 const LIMIT_MS = 20000
 
 /** Runs one scenario; resolves to its report, or fails when it does not exit within LIMIT_MS. */
-function runScenario (transport, scenario, certDir) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [FIXTURE, transport, scenario, certDir], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d) => { out += d })
-    child.stderr.on('data', (d) => { err += d })
-    const timer = setTimeout(() => child.kill('SIGKILL'), LIMIT_MS)
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer)
-      // Killed, it could not stop the redis-servers it started (it says
-      // which): stopped here.
-      if (signal !== null) {
-        for (const [, pid] of out.matchAll(/^PID (\d+)$/gm)) {
-          try { process.kill(Number(pid), 'SIGKILL') } catch (_) {}
-        }
-      }
-      const line = out.trim().split('\n').pop()
-      let report = null
-      try { report = JSON.parse(line) } catch (_) {}
-      resolve({ code, signal, report, out, err })
-    })
-  })
+async function runScenario (transport, scenario, certDir) {
+  const { code, signal, stdout: out, stderr: err } = await runNode([FIXTURE, transport, scenario, certDir], { boundMs: LIMIT_MS })
+  // Killed, it could not stop the redis-servers it started (it says
+  // which): stopped here.
+  if (signal !== null) {
+    for (const [, pid] of out.matchAll(/^PID (\d+)$/gm)) {
+      try { process.kill(Number(pid), 'SIGKILL') } catch (_) {}
+    }
+  }
+  const line = out.trim().split('\n').pop()
+  let report = null
+  try { report = JSON.parse(line) } catch (_) {}
+  return { code, signal, report, out, err }
 }
 
 let certDir

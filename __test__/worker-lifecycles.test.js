@@ -17,7 +17,7 @@
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
-const { spawn } = require('child_process')
+const { runNode } = require('./helpers/child')
 const os = require('os')
 const path = require('path')
 const { startRedis } = require('./helpers/redis')
@@ -34,19 +34,7 @@ after(async () => { if (server) await server.stop() })
 
 /** Runs the driver on `scenario` in a child `node` (this process's env): its exit, output and time. */
 function drive (scenario) {
-  return new Promise((resolve) => {
-    const started = Date.now()
-    const child = spawn(process.execPath, [DRIVER, scenario, server.url], { env: process.env })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => { stdout += d })
-    child.stderr.on('data', (d) => { stderr += d })
-    const killer = setTimeout(() => child.kill('SIGKILL'), EXIT_BOUND_MS)
-    child.on('exit', (code, signal) => {
-      clearTimeout(killer)
-      resolve({ code, signal, stdout, stderr, ms: Date.now() - started })
-    })
-  })
+  return runNode([DRIVER, scenario, server.url], { boundMs: EXIT_BOUND_MS })
 }
 
 const SCENARIOS = {

@@ -13,7 +13,7 @@
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
-const { spawn } = require('child_process')
+const { runNode } = require('./helpers/child')
 const path = require('path')
 const { startRedis } = require('./helpers/redis')
 
@@ -33,24 +33,15 @@ before(async () => { server = await startRedis() })
 after(async () => { if (server) await server.stop() })
 
 /** Runs ava on __test__/pool (its config there) `concurrency` files at a time: exit, output, time. */
-function ava (concurrency) {
-  return new Promise((resolve) => {
-    const started = Date.now()
-    const cli = path.join(ROOT, 'node_modules', 'ava', 'entrypoints', 'cli.mjs')
-    const config = path.join(__dirname, 'pool', 'ava.config.mjs')
-    const child = spawn(process.execPath, [cli, '--config', config, '--concurrency', String(concurrency)], {
-      cwd: ROOT,
-      env: { ...process.env, REDISLOCK_RS_POOL_URL: server.url }
-    })
-    let out = ''
-    child.stdout.on('data', (d) => { out += d })
-    child.stderr.on('data', (d) => { out += d })
-    const killer = setTimeout(() => child.kill('SIGKILL'), EXIT_BOUND_MS)
-    child.on('exit', (code, signal) => {
-      clearTimeout(killer)
-      resolve({ code, signal, out, ms: Date.now() - started })
-    })
+async function ava (concurrency) {
+  const cli = path.join(ROOT, 'node_modules', 'ava', 'entrypoints', 'cli.mjs')
+  const config = path.join(__dirname, 'pool', 'ava.config.mjs')
+  const r = await runNode([cli, '--config', config, '--concurrency', String(concurrency)], {
+    cwd: ROOT,
+    env: { ...process.env, REDISLOCK_RS_POOL_URL: server.url },
+    boundMs: EXIT_BOUND_MS
   })
+  return { ...r, out: r.stdout + r.stderr }
 }
 
 // One at a time: each new worker thread follows one that has exited; two

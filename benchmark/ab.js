@@ -10,7 +10,9 @@
  * each loads its own package and addon) in a child process, A and B
  * alternating and the first one swapped every round, on the engine
  * REDISLOCK_RS_ENGINE names (default: the JS-thread engine). Prints the
- * medians and B ÷ A. Not a test: it fails only if a child does.
+ * medians of cycles/s and of the process's CPU per cycle (steadier than
+ * throughput on a shared 2-core machine), and B ÷ A. Not a test: it fails
+ * only if a child does.
  */
 
 const path = require('path')
@@ -48,7 +50,7 @@ function measure (dir, port, workers, round) {
     child.on('exit', (code) => {
       if (code !== 0) return reject(new Error(`${dir}: child exited ${code}`))
       const m = JSON.parse(out.trim().split('\n').pop())
-      resolve(m.cyclesPerSec)
+      resolve({ cps: m.cyclesPerSec, cpu: m.procCpuUs })
     })
   })
 }
@@ -59,18 +61,20 @@ async function main () {
   if (!dirA || !dirB) throw new Error('usage: node benchmark/ab.js <dir A> <dir B>')
   const srv = await startRedis()
   try {
-    console.log(`A = ${dirA}\nB = ${dirB}\nengine ${ENGINE}, ${ROUNDS} rounds × ${MS} ms, medians of cycles/s\n`)
-    console.log('| workers | A | B | B ÷ A | A min–max | B min–max |\n|---:|---:|---:|---:|---|---|')
+    console.log(`A = ${dirA}\nB = ${dirB}\nengine ${ENGINE}, ${ROUNDS} rounds × ${MS} ms, medians of cycles/s and of process CPU µs per cycle\n`)
+    console.log('| workers | A | B | B ÷ A | A min–max | B min–max | A µs/cycle | B µs/cycle |\n|---:|---:|---:|---:|---|---|---:|---:|')
     for (const workers of WORKERS) {
       const got = { A: [], B: [] }
       for (let round = 0; round < ROUNDS; round++) {
         const order = round % 2 ? ['B', 'A'] : ['A', 'B']
         for (const which of order) got[which].push(await measure(which === 'A' ? dirA : dirB, srv.port, workers, round))
       }
-      const a = median(got.A)
-      const b = median(got.B)
+      const cps = (xs) => xs.map((x) => x.cps)
+      const a = median(cps(got.A))
+      const b = median(cps(got.B))
+      const cpu = (xs) => median(xs.map((x) => x.cpu)).toFixed(1)
       const span = (xs) => `${Math.round(Math.min(...xs))}–${Math.round(Math.max(...xs))}`
-      console.log(`| ${workers} | ${Math.round(a)} | ${Math.round(b)} | ${(b / a).toFixed(2)}× | ${span(got.A)} | ${span(got.B)} |`)
+      console.log(`| ${workers} | ${Math.round(a)} | ${Math.round(b)} | ${(b / a).toFixed(2)}× | ${span(cps(got.A))} | ${span(cps(got.B))} | ${cpu(got.A)} | ${cpu(got.B)} |`)
     }
   } finally {
     await srv.stop()
