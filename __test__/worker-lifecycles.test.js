@@ -8,7 +8,7 @@
  * of every face pending, then another; the main thread loading it last.
  * Every worker locks through every face on a real redis-server and must
  * exit on its own, and so must the process. Why: the addon once allocated
- * with mimalloc, and the second worker thread to load it killed the process
+ * with mimalloc 3, and the second worker thread to load it killed the process
  * with SIGSEGV (exit 139); tests whose main thread loaded it first never
  * saw it. The engine is REDISLOCK_RS_ENGINE's, inherited by the children
  * (scripts/test-engines.js runs this once per engine). This file's own

@@ -5,7 +5,7 @@
  * it: ava (a worker thread per test file, one and then two at a time) runs
  * the small suite in __test__/pool/ (every face locks and releases) against
  * a redis-server started here; it must pass every test and exit 0 on its
- * own. Why: the addon once allocated with mimalloc, and the second worker
+ * own. Why: the addon once allocated with mimalloc 3, and the second worker
  * thread to load it killed the process with SIGSEGV, taking ava (and
  * Piscina, vitest pools) down. The engine is REDISLOCK_RS_ENGINE's,
  * inherited by ava and its workers.

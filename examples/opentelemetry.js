@@ -2,7 +2,7 @@
 
 /**
  * OpenTelemetry for redislock-rs's locks, from its diagnostics_channel
- * channels (README, "Observability"): a span per acquire, release and
+ * channels (docs/observability.md): a span per acquire, release and
  * extend (child of whatever span is active where the call was made), a
  * histogram of the time acquires take (waits included) and a counter of
  * lost locks, with a short span for each loss. Copy it into your code, or:

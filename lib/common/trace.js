@@ -3,7 +3,7 @@
 /**
  * What the locks are doing, for the tools Node teams already run: every
  * face publishes on `node:diagnostics_channel` (the stable interface is the
- * README's "Observability" section):
+ * docs/observability.md):
  * - TracingChannels `redislock-rs:acquire`, `redislock-rs:release` and
  *   `redislock-rs:extend`: start and end around the call, then asyncStart
  *   and asyncEnd (error first, on a failure) when its promise settles, as
