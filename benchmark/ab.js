@@ -3,7 +3,7 @@
 /**
  * Same-run A/B of two checkouts of redislock-rs (each with its addon built):
  *
- *   node benchmark/ab.js <dir A> <dir B> [--workers 1,16,128] [--rounds 5] [--ms 1500]
+ *   node benchmark/ab.js <dir A> <dir B> [--workers 1,16,128] [--rounds 5] [--ms 1500] [--id contender]
  *
  * Starts one redis-server, then for every worker count and round runs the
  * redislock-rs contender of each checkout (its own benchmark/child.js, so
@@ -28,10 +28,12 @@ const WORKERS = opt('workers', '1,16,128').split(',').map(Number)
 const ROUNDS = Number(opt('rounds', 5))
 const MS = Number(opt('ms', 1500))
 const ENGINE = process.env.REDISLOCK_RS_ENGINE || 'js'
+// Another of our contenders (benchmark/contenders.js), e.g. --id redislock-rs-semaphore-mutex
+const ID = opt('id', null)
 
 function measure (dir, port, workers, round) {
   const spec = {
-    id: ENGINE === 'tokio' ? 'redislock-rs-tokio' : 'redislock-rs',
+    id: ID || (ENGINE === 'tokio' ? 'redislock-rs-tokio' : 'redislock-rs'),
     host: '127.0.0.1',
     port,
     mode: 'uncontended',

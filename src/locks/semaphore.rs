@@ -329,6 +329,11 @@ pub struct Waiting {
     pub attempts: Option<u64>,
     pub timeout: Duration,
     pub retry_interval: Duration,
+    /// The connection's own bound on one reply (its command timeout): an
+    /// attempt unanswered at the `acquireTimeout` is cut then only where
+    /// that comes first (else the command's own timeout ends it sooner, and
+    /// an attempt costs no timer of ours).
+    pub command_timeout: Duration,
 }
 
 impl Waiting {
@@ -359,6 +364,8 @@ struct Place<'a, C> {
     timer: &'a dyn Timer,
     /// When the `acquireTimeout` runs out, and the timeout (for the message).
     deadline: Option<(Instant, Duration)>,
+    /// See [`Waiting::command_timeout`].
+    command_timeout: Duration,
 }
 
 /// The least time an attempt is given to be answered, however little of
@@ -375,28 +382,49 @@ impl<C: ConnectionLike> Attempt for Place<'_, C> {
 
     async fn attempt(&mut self) -> Result<std::result::Result<(), ()>> {
         let (kind, h) = (self.kind, self.holder);
-        let Some((deadline, timeout)) = self.deadline else {
-            let got = try_acquire(self.conn, kind, h).await?;
-            return Ok(if got { Ok(()) } else { Err(()) });
-        };
-        let left = deadline.saturating_duration_since(self.timer.now());
+        let cut_at = self.cut_at();
         let answered = {
             let attempt = try_acquire(self.conn, kind, h);
-            match select(pin!(attempt), self.timer.sleep(left.max(ANSWER_WITHIN))).await {
-                Either::Left((got, _)) => Some(got),
-                Either::Right(_) => None,
+            match cut_at {
+                None => Some(attempt.await),
+                Some(left) => match select(pin!(attempt), self.timer.sleep(left)).await {
+                    Either::Left((got, _)) => Some(got),
+                    Either::Right(_) => None,
+                },
             }
         };
-        if let Some(got) = answered {
-            return Ok(if got? { Ok(()) } else { Err(()) });
+        match answered {
+            Some(got) => Ok(if got? { Ok(()) } else { Err(()) }),
+            // Rare: boxed, so that every acquire's future stays small.
+            None => Err(Box::pin(self.cut_short()).await),
         }
+    }
+}
+
+impl<C: ConnectionLike> Place<'_, C> {
+    /// How long this attempt may go unanswered before the `acquireTimeout`
+    /// cuts it: `None` without one, or where the command's own timeout
+    /// comes first.
+    fn cut_at(&self) -> Option<Duration> {
+        let (deadline, _) = self.deadline?;
+        let left = deadline
+            .saturating_duration_since(self.timer.now())
+            .max(ANSWER_WITHIN);
+        (left < self.command_timeout).then_some(left)
+    }
+
+    /// An attempt cut short: what it may have taken is given back (bounded),
+    /// and the acquire ends with a timeout.
+    async fn cut_short(&mut self) -> Error {
+        let (kind, h) = (self.kind, self.holder);
         let give_back = release(self.conn, kind, h, None);
         let _ = select(pin!(give_back), self.timer.sleep(GIVE_BACK_WITHIN)).await;
-        Err(Error::Timeout(format!(
+        let timeout = self.deadline.map_or(Duration::ZERO, |(_, t)| t);
+        Error::Timeout(format!(
             "Redis did not answer the acquire of {} within its acquireTimeout ({} ms)",
             h.key,
             timeout.as_millis()
-        )))
+        ))
     }
 }
 
@@ -446,6 +474,7 @@ pub async fn acquire<C: ConnectionLike>(
         holder: h,
         timer,
         deadline,
+        command_timeout: waiting.command_timeout,
     };
     let waited = retry(&mut place, timer, &schedule, &|| 0.0, wake, cancel).await?;
     Ok(acquired(waited))

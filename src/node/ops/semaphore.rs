@@ -39,8 +39,8 @@ fn publish(source: Source) -> &'static str {
 }
 
 /// An acquire's wait: `Attempts` (-1: no limit), `WaitMs` (-1: none) and
-/// `Delay`.
-fn waiting(nums: &Nums) -> Result<Waiting> {
+/// `Delay`; `command_timeout` is the connection's bound on one reply.
+fn waiting(nums: &Nums, command_timeout: Duration) -> Result<Waiting> {
     let attempts = match nums.get(Slot::Attempts) {
         a if a < 0.0 => None,
         a => Some(
@@ -60,6 +60,7 @@ fn waiting(nums: &Nums) -> Result<Waiting> {
         attempts,
         timeout,
         retry_interval: Duration::from_millis(retry_interval),
+        command_timeout,
     })
 }
 
@@ -158,7 +159,7 @@ pub(crate) fn semaphore<E: Engine>(
         };
         match op {
             LockOp::Acquire => {
-                let waiting = waiting(&nums)?;
+                let waiting = waiting(&nums, target.endpoint.command_timeout)?;
                 let stop = cancel.as_ref().map(|c| c.cancel());
                 let subscriber = match (source, waiting.attempts) {
                     (Some(s), _) if waiting.may_wait() => Some(wakeups(&target, s)?),
@@ -266,7 +267,8 @@ pub(crate) fn semaphores<E: Engine>(
         match op {
             LockOp::Acquire => {
                 let stop = cancel.as_ref().map(|c| c.cancel());
-                let waiting = waiting(&nums)?;
+                // Each server is bounded by `within`: no cut of its own.
+                let waiting = waiting(&nums, Duration::MAX)?;
                 let subscribers = match &channel {
                     Some(_) if waiting.may_wait() => targets
                         .iter()
