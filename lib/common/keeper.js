@@ -180,10 +180,20 @@ function autoExtendOf (options) {
   throw new TypeError(`createLock option autoExtend must be true, false or { maxHoldMs, maxEventLoopLagMs }; got ${inspect(ae, { breakLength: Infinity, maxStringLength: 200, depth: 0 })}`)
 }
 
-/** The event-loop lag a kept lease of `leaseMs` allows (0: not kept): the option, else max(30 s, 3 leases). */
-function maxLagMs (autoExtend, leaseMs) {
-  if (autoExtend === null) return 0
-  return autoExtend.maxEventLoopLagMs || Math.max(30000, 3 * leaseMs)
+/**
+ * The keeper's one policy for every face: how long the event loop may go
+ * without answering before a kept lease of `leaseMs` stops being renewed
+ * (a stalled loop keeps its lock; a wedged process loses it): max(30 s,
+ * 3 leases).
+ */
+function lagBound (leaseMs) {
+  return Math.max(30000, 3 * leaseMs)
 }
 
-module.exports = { envId, holdId, cancelId, cancel, watch, unwatch, autoExtendOf, maxLagMs, REASONS }
+/** The event-loop lag a kept lease of `leaseMs` allows (0: not kept): the option, else the lag bound. */
+function maxLagMs (autoExtend, leaseMs) {
+  if (autoExtend === null) return 0
+  return autoExtend.maxEventLoopLagMs || lagBound(leaseMs)
+}
+
+module.exports = { envId, holdId, cancelId, cancel, watch, unwatch, autoExtendOf, maxLagMs, lagBound, REASONS }

@@ -214,7 +214,7 @@ class RLock extends LockBase {
       watch = watched.get(this[kWatchKey]) || { key: this[kWatchKey], id: keeper.holdId(), holds: new Set() }
       fields.hold = watch.id
       fields.env = keeper.envId()
-      fields.maxLagMs = Math.max(30000, 3 * this[kRedisson]._watchdogMs)
+      fields.maxLagMs = keeper.lagBound(this[kRedisson]._watchdogMs)
     }
     let undo = ''
     const replicas = this[kRedisson]._replicas

@@ -229,7 +229,7 @@ class Redlock extends EventEmitter {
       throw new Error('A lock `duration` must be at least 100ms greater than the `automaticExtensionThreshold` setting.')
     }
     const hold = keeper.holdId()
-    const kept = { flags: F_KEEP, hold, env: keeper.envId(), maxLagMs: Math.max(30000, 3 * duration) }
+    const kept = { flags: F_KEEP, hold, env: keeper.envId(), maxLagMs: keeper.lagBound(duration) }
     const value = this._random()
     const report = await this._run(LockOp.Acquire, resources, value, duration, settings, kept)
     const attempts = this._attempts(report, resources, LockOp.Acquire)

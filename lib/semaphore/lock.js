@@ -227,7 +227,7 @@ class Lock {
     if (hold !== 0 || cancel !== null) args[SLOT_ENV] = keeper.envId()
     if (hold !== 0) {
       args[SLOT_HOLD] = hold
-      args[SLOT_MAX_LAG] = Math.max(30000, 3 * this._acquireOptions.lockTimeout)
+      args[SLOT_MAX_LAG] = keeper.lagBound(this._acquireOptions.lockTimeout)
     }
     if (cancel !== null) args[SLOT_CANCEL] = cancel
     const key = t.prefix + this._key

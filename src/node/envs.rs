@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::keeper::{self, Liveness, Watch};
+use crate::limits;
 use crate::node::cancels;
+use crate::node::wire::nums::{Nums, Slot};
 
 /// Every live JavaScript environment's [`Liveness`], by the id JavaScript
 /// holds; an environment's entry goes with it ([`end_env`]), and its id is
@@ -34,6 +36,29 @@ pub(crate) fn watch(env: u32, hold: u32, max_lag_ms: u64, max_hold_ms: u64) -> R
         max_lag: Duration::from_millis(max_lag_ms),
         max_hold: (max_hold_ms > 0).then(|| Duration::from_millis(max_hold_ms)),
     })
+}
+
+/// The keeper's bounds of a kept lock as the faces send them: `Env`,
+/// `Hold`, `MaxLagMs` (the lag bound lib/common/keeper.js computes, one
+/// policy for every face) and `MaxHoldMs` (0: none). One reader, one error
+/// for a bad value, whichever face keeps the lock.
+pub(crate) fn watch_of(nums: &Nums) -> Result<Watch> {
+    let bad = |slot: Slot, what: &str| {
+        let x = nums.get(slot);
+        Error::InvalidArgument(format!("Invalid {what} {x} for a kept lock"))
+    };
+    let id =
+        |slot: Slot, what: &str| limits::whole_u32(nums.get(slot)).ok_or_else(|| bad(slot, what));
+    let max_lag = limits::positive_int(nums.get(Slot::MaxLagMs))
+        .ok_or_else(|| bad(Slot::MaxLagMs, "maxEventLoopLagMs"))?;
+    let max_hold = limits::whole_ms(nums.get(Slot::MaxHoldMs))
+        .ok_or_else(|| bad(Slot::MaxHoldMs, "maxHoldMs"))?;
+    watch(
+        id(Slot::Env, "env")?,
+        id(Slot::Hold, "hold")?,
+        max_lag,
+        max_hold,
+    )
 }
 
 pub(crate) fn liveness(env: u32) -> Result<Arc<Liveness>> {

@@ -16,7 +16,7 @@ use crate::locks::quorum::{self, Outcome, QuorumOptions, Report, Step};
 use crate::locks::token::AcquireOptions;
 use crate::node::cancels::{acquire_slot, CancelSlot};
 use crate::node::engine::contract::Engine;
-use crate::node::envs::watch;
+use crate::node::envs::watch_of;
 use crate::node::runtime::rt;
 use crate::node::targets::{targets, Target};
 use crate::node::wake::{poke, wakeups};
@@ -173,12 +173,7 @@ where
             let channels: Vec<&str> = channel.as_deref().into_iter().collect();
             let wake = channel.is_some().then_some((&sources[..], &channels[..]));
             let watch = match keep {
-                true => Some(watch(
-                    bits(num(Slot::Env))?,
-                    bits(num(Slot::Hold))?,
-                    limits::positive_int(num(Slot::MaxLagMs)).unwrap_or(30_000),
-                    limits::positive_int(num(Slot::MaxHoldMs)).unwrap_or(0),
-                )?),
+                true => Some(watch_of(nums)?),
                 false => None,
             };
             let stop = cancel.as_ref().map(CancelSlot::cancel);

@@ -16,7 +16,7 @@ use crate::locks::redlock::{self, RedlockOptions, Resources};
 use crate::locks::token::AcquireOptions;
 use crate::node::cancels::acquire_slot;
 use crate::node::engine::contract::Engine;
-use crate::node::envs::watch;
+use crate::node::envs::watch_of;
 use crate::node::loaded;
 use crate::node::ops::quorum::{channel, encode, jitter, random, server_timeout};
 use crate::node::runtime::rt;
@@ -184,12 +184,7 @@ pub(crate) fn redlock<E: Engine>(
                             }
                         }
                         if keep && r.granted {
-                            let w = watch(
-                                limits::whole_u32(nums.get(Slot::Env)).unwrap_or(0),
-                                limits::whole_u32(nums.get(Slot::Hold)).unwrap_or(0),
-                                limits::positive_int(nums.get(Slot::MaxLagMs)).unwrap_or(30_000),
-                                limits::positive_int(nums.get(Slot::MaxHoldMs)).unwrap_or(0),
-                            )?;
+                            let w = watch_of(&nums)?;
                             let servers = Servers::Redlock {
                                 servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
                                 within: opts.server_timeout,

@@ -14,7 +14,7 @@ use crate::locks::quorum::majority;
 use crate::locks::semaphore::{self, Announce, Holder, Kind, Quorum, Refreshed, Waiting};
 use crate::node::cancels::cancel_slot_of;
 use crate::node::engine::contract::Engine;
-use crate::node::envs::watch;
+use crate::node::envs::watch_of;
 use crate::node::ops::quorum::{channel, server_timeout};
 use crate::node::runtime::rt;
 use crate::node::targets::{target, targets};
@@ -97,12 +97,7 @@ fn parse(nums: &Nums, key: &str) -> Result<Parsed> {
 /// Hands a granted (or refreshed) lock, confirmed from `sent`, to the
 /// lease keeper on `servers`, bounded as the numbers say.
 fn keep(servers: Servers, held: Held, ttl_ms: u64, sent: Instant, nums: &Nums) -> Result<()> {
-    let bounds = watch(
-        int_u32(nums.get(Slot::Env), "env")?,
-        int_u32(nums.get(Slot::Hold), "hold")?,
-        limits::positive_int(nums.get(Slot::MaxLagMs)).unwrap_or(30_000),
-        limits::positive_int(nums.get(Slot::MaxHoldMs)).unwrap_or(0),
-    )?;
+    let bounds = watch_of(nums)?;
     let until = sent + Duration::from_millis(ttl_ms);
     keeper::start(rt()?, servers, held, ttl_ms, sent, until, Some(bounds));
     Ok(())
