@@ -337,14 +337,21 @@ async function assertTold (h, since, bound, what, from = 'the stop') {
   assert.ok(h.lostAt - since <= bound, `${what}: told ${h.lostAt - since} ms after ${from}, more than ${bound}`)
 }
 
-/** One server of a one-server face down ≥ DOWN: the holder is lost and told; one taken after keeps its lock. */
-async function oneServerFaceRestart (t, face) {
+
+/** Every server of `face` up, a holder taken on a fresh key and seen kept for a lease: `{ key, old }`. */
+async function heldBefore (face, what) {
   const x = face.x
   await allUp(x)
-  const key = fresh('one-down')
+  const key = fresh(what)
   const old = await face.take(x, key, L)
   await sleep(L)
   await assertKept(old, x.checks, L, 'before the stop')
+  return { key, old }
+}
+/** One server of a one-server face down ≥ DOWN: the holder is lost and told; one taken after keeps its lock. */
+async function oneServerFaceRestart (t, face) {
+  const x = face.x
+  const { key, old } = await heldBefore(face, 'one-down')
   const t0 = Date.now()
   await x.servers[0].stop()
   try {
@@ -364,11 +371,7 @@ async function oneServerFaceRestart (t, face) {
 /** One of three servers down ≥ DOWN: the quorum holder is kept (restored there, for the semaphores), releases; one taken after keeps its lock. */
 async function quorumFaceOneRestart (t, face) {
   const x = face.x
-  await allUp(x)
-  const key = fresh('one-of-three')
-  const old = await face.take(x, key, L)
-  await sleep(L)
-  await assertKept(old, x.checks, L, 'before the stop')
+  const { key, old } = await heldBefore(face, 'one-of-three')
   await x.servers[0].stop()
   try {
     await sleep(DOWN)
@@ -394,11 +397,7 @@ async function quorumFaceOneRestart (t, face) {
 /** Two of three servers down ≥ DOWN: the quorum holder is lost and told; holders taken after keep their locks. */
 async function quorumFaceMajorityRestart (t, face) {
   const x = face.x
-  await allUp(x)
-  const key = fresh('two-of-three')
-  const old = await face.take(x, key, L)
-  await sleep(L)
-  await assertKept(old, x.checks, L, 'before the stop')
+  const { key, old } = await heldBefore(face, 'two-of-three')
   const down = x.servers.slice(1)
   const t0 = Date.now()
   await Promise.all(down.map((s) => s.stop()))
@@ -419,11 +418,7 @@ async function quorumFaceMajorityRestart (t, face) {
 /** A one-server face, a short restart without persistence: the key is gone, the holder told. */
 async function oneServerFaceBlip (t, face) {
   const x = face.x
-  await allUp(x)
-  const key = fresh('blip')
-  const old = await face.take(x, key, L)
-  await sleep(L)
-  await assertKept(old, x.checks, L, 'before the stop')
+  const { old } = await heldBefore(face, 'blip')
   await x.servers[0].stop()
   await sleep(BLIP)
   await x.servers[0].start()

@@ -439,10 +439,10 @@ impl Wait {
 }
 
 /// node-redisson's `tryLock`: attempts until the lock is taken or the wait
-/// is over. When held, how many attempts it took. One `Attempt` of the one wait loop
-/// (`retry::retry`): a first attempt that fails subscribes to the lock's
-/// channel and tries again at once, so a release between a failed attempt
-/// and the sleep is never missed; each sleep ends on a release, at the
+/// is over; when held, how many attempts it took. One `Attempt` of the one
+/// wait loop (`retry::retry`): a first attempt that fails subscribes to the
+/// lock's channel and tries again at once, so a release between a failed
+/// attempt and the sleep is never missed; each sleep ends on a release, at the
 /// holder's PTTL (the attempt's hint), or at the deadline, and is followed
 /// by an attempt. An uncontended call never subscribes; a subscription that
 /// fails ends the call with its error.

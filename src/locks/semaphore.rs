@@ -35,7 +35,7 @@ use crate::locks::resend::{resent, Resend};
 use crate::locks::token;
 use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
-use crate::waiting::retry::{retry, Attempt, Retries, Schedule, Waited};
+use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::{wall_ms, Timer};
 use crate::waiting::wakeups::Wakeups;
 
@@ -477,14 +477,10 @@ pub async fn acquire<C: ConnectionLike>(
         command_timeout: waiting.command_timeout,
     };
     let waited = retry(&mut place, timer, &schedule, &|| 0.0, wake, cancel).await?;
-    Ok(acquired(waited))
-}
-
-fn acquired<W, L>(waited: Waited<W, L>) -> Acquired {
-    Acquired {
+    Ok(Acquired {
         granted: waited.outcome.is_ok(),
         attempts: waited.attempts,
-    }
+    })
 }
 
 /// How a Redlock variant's operations run: `n` independent servers
@@ -612,16 +608,8 @@ where
     Fut: Future<Output = Result<C>>,
 {
     check(h)?;
-    let refresh = |_, mut c: C| async move { refresh(&mut c, kind, h).await };
-    let outcomes = on_all(
-        q.n,
-        q.connect,
-        q.timer,
-        q.within,
-        Settle::AllServers,
-        refresh,
-    )
-    .await;
+    let op = |_, mut c: C| async move { refresh(&mut c, kind, h).await };
+    let outcomes = on_all(q.n, q.connect, q.timer, q.within, Settle::AllServers, op).await;
     let done: Vec<bool> = outcomes.iter().map(Outcome::ok).collect();
     let got = done.iter().filter(|d| **d).count();
     if got < q.needed() {

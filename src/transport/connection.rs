@@ -51,12 +51,12 @@ struct Slot {
 }
 
 /// The current manager's generation and connect (starting one if none).
-fn current(slot_ref: &Arc<Mutex<Slot>>) -> (u64, Connecting) {
-    let mut slot = lock_slot(slot_ref);
+fn current(shared: &Arc<Mutex<Slot>>) -> (u64, Connecting) {
+    let mut slot = lock_slot(shared);
     let connecting = match &slot.current {
         Some(c) => c.clone(),
         None => {
-            let c = connecting(slot_ref, slot.generation, slot.endpoint.clone());
+            let c = connecting(shared, slot.generation, slot.endpoint.clone());
             slot.current = Some(c.clone());
             c
         }
@@ -143,19 +143,14 @@ impl SharedConnection {
     /// joins the connect already under way) when there is no live manager.
     pub async fn get(&self) -> Result<Conn> {
         let (generation, connecting) = current(&self.slot);
-        match connecting.await {
-            Ok(link) => Ok(Conn {
-                link,
-                slot: Arc::clone(&self.slot),
-                generation,
-                broken: false,
-            }),
-            Err(e) => {
-                // The next call tries again instead of replaying this failure.
-                retire(&self.slot, generation);
-                Err(e)
-            }
-        }
+        // A failed connect has retired itself (see `connecting`): the next
+        // call tries again instead of replaying the failure.
+        Ok(Conn {
+            link: connecting.await?,
+            slot: Arc::clone(&self.slot),
+            generation,
+            broken: false,
+        })
     }
 }
 
