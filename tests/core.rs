@@ -683,25 +683,34 @@ async fn the_semaphore_acquires_have_the_effects_of_redis_semaphores() {
                         if ours_now {
                             argv.push((now - ttl).to_string());
                         }
-                        let got: redis::RedisResult<i64> = redis::Script::new(text)
-                            .key(key)
+                        // The script and the reads in one transaction: a
+                        // 1 ms lease cannot run out between them.
+                        let replies: Vec<redis::RedisResult<redis::Value>> = redis::pipe()
+                            .atomic()
+                            .ignore_errors()
+                            .cmd("EVAL")
+                            .arg(text)
+                            .arg(1)
+                            .arg(key)
                             .arg(argv)
-                            .invoke_async(&mut c)
-                            .await;
-                        let members: Vec<(String, f64)> = redis::cmd("ZRANGE")
+                            .cmd("ZRANGE")
                             .arg(key)
                             .arg(0)
                             .arg(-1)
                             .arg("WITHSCORES")
-                            .query_async(&mut c)
-                            .await
-                            .expect("zrange");
-                        let pttl: i64 = redis::cmd("PTTL")
+                            .cmd("PTTL")
                             .arg(key)
                             .query_async(&mut c)
                             .await
-                            .expect("pttl");
-                        answers.push((got.map_err(|_| "an error"), members, pttl));
+                            .expect("the transaction");
+                        let [got, members, pttl] = <[_; 3]>::try_from(replies).expect("3 replies");
+                        let got = got.map_err(|_| "an error").and_then(|v| {
+                            redis::from_redis_value::<i64>(v).map_err(|_| "an error")
+                        });
+                        let members: Vec<(String, f64)> =
+                            redis::from_redis_value(members.expect("zrange")).expect("zrange");
+                        let pttl: i64 = redis::from_redis_value(pttl.expect("pttl")).expect("pttl");
+                        answers.push((got, members, pttl));
                     }
                     let (t, o) = (&answers[0], &answers[1]);
                     let what =
