@@ -99,6 +99,26 @@ test('theirs and ours share a RedlockSemaphore\'s limit over three servers', asy
   assert.deepEqual(await onEvery((x) => x.exists(`semaphore:${key}`, `mutex:${key}`)), [0, 0, 0])
 })
 
+
+test('a RedlockMultiSemaphore attempt short of a quorum gives back every permit it took; redis-semaphore 5.8.0 leaves them behind', async () => {
+  // Two servers full (a foreign holder's two permits of three), one empty:
+  // an attempt takes its two permits on the empty one only, short of a
+  // quorum. Theirs then sends `ZREM key <identifier>`, which names none of
+  // its members (`<identifier>_0`, `_1`): its permits stay until they
+  // expire, and a fleet retrying against them can starve itself (issue 34's
+  // fleet-test stall). Ours gives back the members it added.
+  const left = {}
+  for (const [name, lib] of [['theirs', theirs], ['ours', ours]]) {
+    const key = fresh(`multi-leak-${name}`)
+    const now = Date.now()
+    for (const c of checks.slice(1)) await c.zadd(`semaphore:${key}`, now, 'other_0', now, 'other_1')
+    const multi = new lib.RedlockMultiSemaphore(all(), key, 3, 2, { acquireAttemptsLimit: 1 })
+    assert.equal(await multi.tryAcquire(), false)
+    left[name] = (await checks[0].zrange(`semaphore:${key}`, 0, -1)).map((m) => m.replace(multi.identifier, 'ID'))
+    await onEvery((c) => c.del(`semaphore:${key}`))
+  }
+  assert.deepEqual(left, { theirs: ['ID_0', 'ID_1'], ours: [] })
+})
 test('a quorum grants: one server down does not stop a lock, two do; a release never fails', async () => {
   const key = fresh('down')
   const cs = all()
