@@ -10,15 +10,10 @@
 //! waits for a renewal in flight, so no renewal command is ever sent after
 //! the release. Nothing here keeps Node alive.
 //!
-//! A Redlock lock ([`Servers::Quorum`]) is renewed on all its servers at
-//! once and stays kept while a majority confirms within the new validity
-//! (the lease less Redlock's drift); a majority that can no longer be
-//! reached (the key gone or another owner's on too many servers) is a loss.
-//! A node-redlock lock ([`Servers::Redlock`], several resources) is renewed
-//! the same way, by its own extend script. A redis-semaphore lock
-//! ([`Kind::Semaphore`]) is refreshed by its own scripts, on one server or
-//! ([`Servers::Semaphores`]) on a quorum, restoring it where a server lost
-//! it, as redis-semaphore's Redlock variants do.
+//! How a lock is renewed is its kind's own ([`Renewal`], implemented
+//! beside each kind's scripts in `locks/`): one server or a quorum, its
+//! script, what a refusal means, how much less than the lease a confirmed
+//! renewal vouches for (Redlock's drift). The keeper names no lock family.
 //!
 //! A lock kept with a [`Watch`] is also bounded: renewal stops when the
 //! JavaScript thread has not shown it is alive ([`Liveness::beat`]) within
@@ -35,91 +30,36 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionLike;
 use tokio::runtime::Handle;
 use tokio::sync::OwnedMutexGuard;
 
-use crate::error::{Error, Result};
-use crate::locks::quorum::{self, Outcome, Renewal};
-use crate::locks::redlock::{self, RedlockOptions, Resources, Scripts};
-use crate::locks::reentrant::{self, Unlocked};
-use crate::locks::semaphore::{self, Refreshed};
-use crate::locks::token::RENEW_OR_WHY_SCRIPT;
+pub use crate::locks::renewal::{Lost, Renewal};
 use crate::transport::connection::SharedConnection;
-use crate::waiting::retry::Retries;
-use crate::waiting::timer::TokioTimer;
 
-/// Where a kept lock lives.
-pub enum Servers {
-    /// One server (or one Redis Cluster).
-    One(Arc<SharedConnection>),
-    /// Redlock: a majority of independent servers, each answering a renewal
-    /// within `within`.
-    Quorum {
-        servers: Vec<Arc<SharedConnection>>,
-        within: Duration,
-    },
-    /// node-redlock: several resources on a majority of independent
-    /// servers, renewed by the lock's own extend script.
-    Redlock {
-        servers: Vec<Arc<SharedConnection>>,
-        within: Duration,
-        scripts: Arc<Scripts>,
-        keys: Vec<String>,
-        drift_factor: f64,
-    },
-    /// redis-semaphore's Redlock variants: refreshed on a quorum of
-    /// independent servers, each answering within `within`; the servers
-    /// that lost it take it again.
-    Semaphores {
-        servers: Vec<Arc<SharedConnection>>,
-        within: Duration,
-    },
-}
-
-impl Servers {
-    /// How much less than the lease a confirmed renewal vouches for.
-    fn margin_ms(&self, lease_ms: u64) -> u64 {
-        match self {
-            Servers::One(_) | Servers::Semaphores { .. } => 0,
-            Servers::Quorum { .. } => quorum::drift_ms(lease_ms).max(0) as u64,
-            Servers::Redlock { drift_factor, .. } => {
-                redlock::drift_ms(lease_ms, *drift_factor).max(0) as u64
-            }
-        }
-    }
-}
-
-/// How a lock's lease is renewed.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum Kind {
-    /// A Redisson lock hash; the owner is the holder field.
-    Redisson,
-    /// A Redisson read lock; the owner is the reader's field (its read
-    /// holds' own keys are renewed with the hash).
-    ReadLock,
-    /// A redislock key; the owner is the token it holds.
-    Token,
-    /// A redis-semaphore lock of this kind; the owner is its identifier.
-    Semaphore(semaphore::Kind),
-}
-
-/// A lock on one server: (server, lock key, owner, kind).
+/// A kept lock's name: (its first server, lock key, owner, family). The
+/// family is the lock kind's own tag (`token::KEPT`, `reentrant::KEPT`, …),
+/// so two kinds' locks of one key and owner are never confused; the keeper
+/// only compares it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Held {
     server: usize,
     pub name: String,
     pub owner: String,
-    kind: Kind,
+    family: &'static str,
 }
 
 impl Held {
-    pub fn new(server: &Arc<SharedConnection>, name: &str, owner: &str, kind: Kind) -> Held {
+    pub fn new(
+        server: &Arc<SharedConnection>,
+        name: &str,
+        owner: &str,
+        family: &'static str,
+    ) -> Held {
         Held {
             server: Arc::as_ptr(server) as usize,
             name: name.to_string(),
             owner: owner.to_string(),
-            kind,
+            family,
         }
     }
 
@@ -127,22 +67,6 @@ impl Held {
     pub fn same_lock(&self, server: &Arc<SharedConnection>, name: &str) -> bool {
         self.server == Arc::as_ptr(server) as usize && self.name == name
     }
-}
-
-/// Why a kept lock was lost (the codes JavaScript maps to
-/// `LockLostError.reason`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Lost {
-    /// The key is gone.
-    Expired = 1,
-    /// The key carries another owner.
-    Taken = 2,
-    /// Redis did not confirm a renewal before the lease ran out.
-    RenewalFailed = 3,
-    /// The hold lasted `max_hold`.
-    MaxHold = 4,
-    /// The JavaScript thread did not beat within `max_lag`.
-    EventLoopStalled = 5,
 }
 
 static BASE: LazyLock<Instant> = LazyLock::new(Instant::now);
@@ -236,7 +160,7 @@ fn running() -> std::sync::MutexGuard<'static, HashMap<Held, Entry>> {
     locked(&RUNNING)
 }
 
-/// Keeps `held`'s lease at `lease_ms` on `servers`, renewing every
+/// Keeps `held`'s lease at `lease_ms` by `renewal`, renewing every
 /// `lease_ms / 3` until stopped. `granted` is when the grant's command was
 /// sent (the lease runs from no earlier) and `valid_until` how long the
 /// grant vouches for (the lease from `granted`; less for Redlock). A second
@@ -244,7 +168,7 @@ fn running() -> std::sync::MutexGuard<'static, HashMap<Held, Entry>> {
 /// environment that has [`end`]ed.
 pub fn start(
     rt: &Handle,
-    servers: Servers,
+    renewal: Box<dyn Renewal>,
     held: Held,
     lease_ms: u64,
     granted: Instant,
@@ -303,9 +227,9 @@ pub fn start(
             }
             let lease_ms = lease.load(Ordering::Acquire);
             let sent = now_ms();
-            match renew_on(&servers, &held, lease_ms).await {
+            match renewal.renew(lease_ms).await {
                 Ok(None) => {
-                    let margin = servers.margin_ms(lease_ms);
+                    let margin = renewal.margin_ms(lease_ms);
                     confirmed.store(sent + lease_ms.saturating_sub(margin), Ordering::Release);
                     if let Some(w) = &watch {
                         locked(&w.liveness.renewed).push(w.hold);
@@ -322,144 +246,6 @@ pub fn start(
             }
         }
     });
-}
-
-/// One renewal on `servers`: `None` when renewed, else why the lock is not
-/// ours; an error when that is not known yet (try again while the lease
-/// may still run).
-async fn renew_on(servers: &Servers, held: &Held, lease_ms: u64) -> Result<Option<Lost>> {
-    match servers {
-        Servers::Semaphores { servers, within } => {
-            let Kind::Semaphore(kind) = held.kind else {
-                return Err(Error::Internal("not a redis-semaphore lock".into()));
-            };
-            let connect = |i: usize| servers[i].get();
-            let q = semaphore::Quorum {
-                n: servers.len(),
-                connect: &connect,
-                timer: &TokioTimer,
-                within: *within,
-            };
-            let holder = semaphore::Holder {
-                key: &held.name,
-                identifier: &held.owner,
-                ttl_ms: lease_ms,
-            };
-            match semaphore::refresh_quorum(&q, kind, holder).await? {
-                Refreshed::Yes => Ok(None),
-                Refreshed::No => Ok(Some(Lost::Expired)),
-                // Servers slow or away: tried again while the lease may run.
-                Refreshed::Unsure => Err(Error::Timeout(
-                    "refresh not confirmed by a quorum in time".into(),
-                )),
-            }
-        }
-        Servers::One(conn) => renew(&mut conn.get().await?, held, lease_ms).await,
-        Servers::Quorum { servers, within } => {
-            let connect = |i: usize| servers[i].get();
-            let n = servers.len();
-            let (name, owner) = (&held.name, &held.owner);
-            match quorum::renew(n, connect, &TokioTimer, name, owner, lease_ms, *within).await? {
-                Renewal::Renewed => Ok(None),
-                Renewal::Lost => Ok(Some(Lost::Expired)),
-                Renewal::Unsure(why) => Err(Error::Timeout(why)),
-            }
-        }
-        Servers::Redlock {
-            servers,
-            within,
-            scripts,
-            keys,
-            drift_factor,
-        } => {
-            let connect = |i: usize| servers[i].get();
-            let n = servers.len();
-            let res = Resources {
-                keys,
-                value: &held.owner,
-            };
-            let opts = RedlockOptions {
-                ttl_ms: lease_ms,
-                retries: Retries::Count(0),
-                delay: Duration::ZERO,
-                jitter: Duration::ZERO,
-                server_timeout: *within,
-                drift_factor: *drift_factor,
-                give_back_always: false,
-            };
-            let report = redlock::renew(n, connect, &TokioTimer, scripts, res, &opts).await?;
-            let refused = report
-                .outcomes
-                .iter()
-                .filter(|o| matches!(o, Outcome::NotOurs))
-                .count();
-            if report.granted {
-                Ok(None)
-            } else if refused > n - quorum::majority(n) {
-                let connect = |i: usize| servers[i].get();
-                Ok(Some(
-                    match redlock::taken(n, connect, &TokioTimer, *within, keys).await {
-                        true => Lost::Taken,
-                        false => Lost::Expired,
-                    },
-                ))
-            } else {
-                Err(Error::Timeout(
-                    "renewal not confirmed by a majority in time".into(),
-                ))
-            }
-        }
-    }
-}
-
-/// One renewal: `None` when renewed, else why the lock is not ours.
-async fn renew<C: ConnectionLike>(
-    conn: &mut C,
-    held: &Held,
-    lease_ms: u64,
-) -> Result<Option<Lost>> {
-    match held.kind {
-        Kind::Redisson | Kind::ReadLock => {
-            let renewed = match held.kind {
-                Kind::ReadLock => {
-                    reentrant::renew_read(conn, &held.name, &held.owner, lease_ms).await?
-                }
-                _ => reentrant::renew(conn, &held.name, &held.owner, lease_ms).await?,
-            };
-            if renewed {
-                return Ok(None);
-            }
-            let exists: bool = redis::cmd("EXISTS")
-                .arg(&held.name)
-                .query_async(conn)
-                .await?;
-            Ok(Some(if exists { Lost::Taken } else { Lost::Expired }))
-        }
-        Kind::Semaphore(kind) => {
-            let holder = semaphore::Holder {
-                key: &held.name,
-                identifier: &held.owner,
-                ttl_ms: lease_ms,
-            };
-            Ok(match semaphore::refresh(conn, kind, holder).await? {
-                true => None,
-                false => Some(Lost::Expired),
-            })
-        }
-        Kind::Token => {
-            let size = (3, held.name.len() + held.owner.len() + 24);
-            let n: i64 = RENEW_OR_WHY_SCRIPT
-                .eval(conn, size, |cmd| {
-                    cmd.arg(1).arg(&held.name).arg(&held.owner).arg(lease_ms);
-                })
-                .await?;
-            Ok(match n {
-                1 => None,
-                0 => Some(Lost::Expired),
-                _ => Some(Lost::Taken),
-            })
-        }
-    }
 }
 
 fn forget(held: &Held, stopped: &Arc<AtomicBool>) {
@@ -512,28 +298,14 @@ pub async fn pause(held: &Held) -> Option<Paused> {
     })
 }
 
-/// [`pause`] for a Redisson lock of `kind`, skipping the key's
-/// construction when nothing is kept at all (only fixed leases so far).
-pub async fn pause_redisson(
-    server: &Arc<SharedConnection>,
-    name: &str,
-    field: &str,
-    kind: Kind,
-) -> Option<Paused> {
-    if running().is_empty() {
-        return None;
-    }
-    pause(&Held::new(server, name, field, kind)).await
+/// Whether no lock is kept at all (a caller may then skip naming one).
+pub fn idle() -> bool {
+    running().is_empty()
 }
 
 impl Paused {
-    /// A Redisson unlock's outcome: a lock still held keeps its renewals;
-    /// one released or not ours any more has none again.
-    pub fn finish(self, outcome: Option<Unlocked>) {
-        if matches!(outcome, Some(Unlocked::Released | Unlocked::NotHeld)) {
-            self.stop();
-        }
-    }
+    /// Renewals go on (a reentrant unlock that left holds).
+    pub fn resume(self) {}
 
     /// No more renewals (a release, or an extend that found the lock gone).
     pub fn stop(self) {
@@ -590,6 +362,7 @@ mod tests {
     //! margins, the registry. Renewals against a real server are in
     //! `tests/core.rs`.
     use super::*;
+    use crate::locks::{quorum, token};
     use crate::transport::endpoint::{Endpoint, EndpointSpec};
 
     fn ms(n: u64) -> Duration {
@@ -606,7 +379,7 @@ mod tests {
     }
 
     fn held(server: &Arc<SharedConnection>, name: &str) -> Held {
-        Held::new(server, name, "owner", Kind::Token)
+        Held::new(server, name, "owner", token::KEPT)
     }
 
     fn watch(liveness: &Arc<Liveness>, hold: u32, max_lag: Duration) -> Watch {
@@ -628,10 +401,14 @@ mod tests {
         w: Option<Watch>,
     ) {
         let now = Instant::now();
-        let one = Servers::One(Arc::clone(server));
+        let one = token::Kept {
+            server: Arc::clone(server),
+            key: h.name.clone(),
+            token: h.owner.clone(),
+        };
         start(
             &Handle::current(),
-            one,
+            Box::new(one),
             h.clone(),
             lease_ms,
             now,
@@ -688,10 +465,17 @@ mod tests {
 
     #[test]
     fn only_redlock_renewals_vouch_for_less_than_the_lease() {
-        assert_eq!(Servers::One(nowhere()).margin_ms(10_000), 0);
-        let quorum = Servers::Quorum {
+        let one = token::Kept {
+            server: nowhere(),
+            key: "k".into(),
+            token: "t".into(),
+        };
+        assert_eq!(one.margin_ms(10_000), 0);
+        let quorum = quorum::Kept {
             servers: Vec::new(),
             within: ms(50),
+            key: "k".into(),
+            token: "t".into(),
         };
         // Redlock's drift: 1% of the lease plus 2 ms.
         assert_eq!(quorum.margin_ms(10_000), 102);
@@ -788,25 +572,5 @@ mod tests {
         pause(&h).await.expect("kept").stop();
         assert_eq!(remaining(&h), None);
         assert!(pause(&h).await.is_none());
-    }
-
-    #[tokio::test]
-    async fn a_redisson_unlock_keeps_renewing_only_a_lock_still_held() {
-        let server = nowhere();
-        let h = Held::new(&server, "keeper-test:redisson", "id:1", Kind::Redisson);
-        keep(&server, &h, 60_000, ms(60_000), None);
-        let p = pause_redisson(&server, &h.name, &h.owner, Kind::Redisson)
-            .await
-            .expect("kept");
-        p.finish(Some(Unlocked::Decremented));
-        assert!(remaining(&h).is_some(), "one hold fewer: still kept");
-        let p = pause_redisson(&server, &h.name, &h.owner, Kind::Redisson)
-            .await
-            .expect("kept");
-        p.finish(Some(Unlocked::Released));
-        assert_eq!(remaining(&h), None);
-        assert!(pause_redisson(&server, &h.name, &h.owner, Kind::Redisson)
-            .await
-            .is_none());
     }
 }

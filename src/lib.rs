@@ -3,7 +3,8 @@
 //! The core knows nothing about JavaScript, one floor above the other (a
 //! lower floor never imports a higher one): `transport` reaches Redis,
 //! `waiting` is the one wait loop and what ends a pause, `locks` has one
-//! file per lock kind, and `keeper` renews leases for every kind; `error`
+//! file per lock kind, `keeper` renews leases for every kind through its
+//! `Renewal`, and `hold` is a held lock's lifecycle, written once; `error`
 //! and `limits` are shared by all. `node` is the thin napi surface over it,
 //! built with the default `node` feature.
 
@@ -12,6 +13,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod error;
+pub mod hold;
 pub mod keeper;
 pub mod limits;
 pub mod locks;

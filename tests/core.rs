@@ -392,7 +392,7 @@ async fn locks_over_a_unix_socket_from_url_or_path() {
 /// ended environment is not kept.
 #[tokio::test]
 async fn an_ended_environment_stops_only_its_own_leases() {
-    use redislock_rs::keeper::{self, Held, Kind, Liveness, Servers, Watch};
+    use redislock_rs::keeper::{self, Held, Liveness, Watch};
 
     let server = Server::start();
     let shared = SharedConnection::shared(server.endpoint(5));
@@ -409,7 +409,7 @@ async fn an_ended_environment_stops_only_its_own_leases() {
         assert!(token::acquire(&mut conn, &TokioTimer, key, &token, &o)
             .await
             .unwrap());
-        let held = Held::new(&shared, key, &token, Kind::Token);
+        let held = Held::new(&shared, key, &token, token::KEPT);
         let watch = Watch {
             liveness: Arc::clone(env),
             hold: 1,
@@ -417,7 +417,11 @@ async fn an_ended_environment_stops_only_its_own_leases() {
             max_hold: None,
         };
         let until = sent + Duration::from_millis(lease);
-        let one = Servers::One(Arc::clone(&shared));
+        let one = Box::new(token::Kept {
+            server: Arc::clone(&shared),
+            key: key.into(),
+            token: token.clone(),
+        });
         keeper::start(&rt, one, held.clone(), lease, sent, until, Some(watch));
         helds.push(held);
     }
@@ -472,7 +476,7 @@ async fn an_ended_environment_stops_only_its_own_leases() {
 
     // Started after the end: not kept.
     let token = token::new_token();
-    let late = Held::new(&shared, "ended:late", &token, Kind::Token);
+    let late = Held::new(&shared, "ended:late", &token, token::KEPT);
     let watch = Watch {
         liveness: Arc::clone(&gone_env),
         hold: 2,
@@ -481,7 +485,11 @@ async fn an_ended_environment_stops_only_its_own_leases() {
     };
     let now = Instant::now();
     let until = now + Duration::from_millis(lease);
-    let one = Servers::One(Arc::clone(&shared));
+    let one = Box::new(token::Kept {
+        server: Arc::clone(&shared),
+        key: "ended:late".into(),
+        token: token.clone(),
+    });
     keeper::start(&rt, one, late.clone(), lease, now, until, Some(watch));
     assert!(keeper::remaining(&late).is_none());
     keeper::end(&live_env);

@@ -5,7 +5,8 @@
 //! servers), `redlock` (node-redlock's several resources over several
 //! servers, its scripts), `semaphore` (redis-semaphore's mutexes and
 //! counting semaphores, its scripts), `synchronizers` (Java Redisson's
-//! RSemaphore, RPermitExpirableSemaphore and RCountDownLatch, its scripts); beside them `replicas` (`WAIT` for replica acknowledgement),
+//! RSemaphore, RPermitExpirableSemaphore and RCountDownLatch, its scripts); beside them `renewal` (the one
+//! trait every kind gives the lease keeper), `replicas` (`WAIT` for replica acknowledgement),
 //! `keys` (helper keys in the lock key's hash slot) and `resend` (what a
 //! command sent again after a broken connection may conclude).
 
@@ -14,6 +15,7 @@ pub mod keys;
 pub mod quorum;
 pub mod redlock;
 pub mod reentrant;
+pub mod renewal;
 pub mod replicas;
 pub(crate) mod resend;
 pub mod rwlock;

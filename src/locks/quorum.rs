@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use futures_util::future::{join_all, poll_fn, select, Either};
+use futures_util::future::{join_all, poll_fn, select, BoxFuture, Either};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use redis::aio::ConnectionLike;
 
@@ -32,10 +32,12 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms, MAX_MS};
+use crate::locks::renewal::{self, Lost};
 use crate::locks::token;
+use crate::transport::connection::SharedConnection;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
-use crate::waiting::timer::Timer;
+use crate::waiting::timer::{Timer, TokioTimer};
 use crate::waiting::wakeups::Wakeups;
 
 /// What one server did in one step.
@@ -496,6 +498,36 @@ where
             names.join(", ")
         ))
     })
+}
+
+/// A Redlock lock kept by the lease keeper: `key` holding `token` on the
+/// independent `servers`, each answering a renewal within `within`; kept
+/// while a majority confirms within the new validity (the lease less
+/// Redlock's drift), lost when a majority can no longer confirm it.
+pub struct Kept {
+    pub servers: Vec<Arc<SharedConnection>>,
+    pub within: Duration,
+    pub key: String,
+    pub token: String,
+}
+
+impl renewal::Renewal for Kept {
+    fn renew(&self, lease_ms: u64) -> BoxFuture<'_, Result<Option<Lost>>> {
+        Box::pin(async move {
+            let connect = |i: usize| self.servers[i].get();
+            let n = self.servers.len();
+            let (key, token) = (&self.key, &self.token);
+            match renew(n, connect, &TokioTimer, key, token, lease_ms, self.within).await? {
+                Renewal::Renewed => Ok(None),
+                Renewal::Lost => Ok(Some(Lost::Expired)),
+                Renewal::Unsure(why) => Err(Error::Timeout(why)),
+            }
+        })
+    }
+
+    fn margin_ms(&self, lease_ms: u64) -> u64 {
+        drift_ms(lease_ms).max(0) as u64
+    }
 }
 
 async fn extend_on_all<C, F, Fut>(

@@ -17,15 +17,18 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms, MAX_MS};
 use crate::locks::quorum::{majority, on_all, Outcome, Report, Settle};
+use crate::locks::renewal::{Lost, Renewal};
+use crate::transport::connection::SharedConnection;
 use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
-use crate::waiting::timer::Timer;
+use crate::waiting::timer::{Timer, TokioTimer};
 use crate::waiting::wakeups::Wakeups;
 
 /// redlock 4.2.0's lock script: 0 if any key exists, else sets them all
@@ -405,6 +408,63 @@ where
     };
     // A renewal gives nothing back.
     Ok(attempt(&round).await.0)
+}
+
+/// A node-redlock lock kept by the lease keeper: its resources `keys`
+/// holding `value` on the independent `servers`, each answering within
+/// `within`, renewed by the lock's own extend script; lost when a majority
+/// refuses (taken when a majority has one of the keys carrying another
+/// value).
+pub struct Kept {
+    pub servers: Vec<Arc<SharedConnection>>,
+    pub within: Duration,
+    pub scripts: Arc<Scripts>,
+    pub keys: Vec<String>,
+    pub value: String,
+    pub drift_factor: f64,
+}
+
+impl Renewal for Kept {
+    fn renew(&self, lease_ms: u64) -> BoxFuture<'_, Result<Option<Lost>>> {
+        Box::pin(async move {
+            let connect = |i: usize| self.servers[i].get();
+            let n = self.servers.len();
+            let res = Resources {
+                keys: &self.keys,
+                value: &self.value,
+            };
+            let opts = RedlockOptions {
+                ttl_ms: lease_ms,
+                retries: Retries::Count(0),
+                delay: Duration::ZERO,
+                jitter: Duration::ZERO,
+                server_timeout: self.within,
+                drift_factor: self.drift_factor,
+                give_back_always: false,
+            };
+            let report = renew(n, connect, &TokioTimer, &self.scripts, res, &opts).await?;
+            let refused = report
+                .outcomes
+                .iter()
+                .filter(|o| matches!(o, Outcome::NotOurs))
+                .count();
+            if report.granted {
+                Ok(None)
+            } else if refused > n - majority(n) {
+                let connect = |i: usize| self.servers[i].get();
+                let taken = taken(n, connect, &TokioTimer, self.within, &self.keys).await;
+                Ok(Some(if taken { Lost::Taken } else { Lost::Expired }))
+            } else {
+                Err(Error::Timeout(
+                    "renewal not confirmed by a majority in time".into(),
+                ))
+            }
+        })
+    }
+
+    fn margin_ms(&self, lease_ms: u64) -> u64 {
+        drift_ms(lease_ms, self.drift_factor).max(0) as u64
+    }
 }
 
 /// After a renewal a majority refused: whether the resources now belong

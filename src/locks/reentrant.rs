@@ -23,13 +23,16 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use redis::aio::ConnectionLike;
 use redis::Value;
 
 use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, is_positive_ms, not_positive_ms};
+use crate::locks::renewal::{Lost, Renewal};
 use crate::locks::resend::{resent, Resend};
 use crate::locks::{fair, rwlock};
+use crate::transport::connection::SharedConnection;
 use crate::transport::lua::Lua;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::{wall_ms, Timer};
@@ -795,6 +798,39 @@ pub async fn renew_read<C: ConnectionLike>(
         other => Err(Error::Redis(format!(
             "Unexpected reply to the read lock's renewal: {other:?}"
         ))),
+    }
+}
+
+/// The lease keeper's family tags for a Redisson hash lock and a reader.
+pub const KEPT: &str = "redisson";
+pub const KEPT_READ: &str = "redisson-read";
+
+/// A Redisson lock kept by the watchdog: `name` held by `holder` (the
+/// holder field; a reader's with `read`, its read holds renewed with the
+/// hash) on `server`. A renewal refused asks whether the hash is still
+/// there: another holder's (taken) or gone (expired).
+pub struct Kept {
+    pub server: Arc<SharedConnection>,
+    pub name: String,
+    pub holder: String,
+    pub read: bool,
+}
+
+impl Renewal for Kept {
+    fn renew(&self, lease_ms: u64) -> BoxFuture<'_, Result<Option<Lost>>> {
+        Box::pin(async move {
+            let conn = &mut self.server.get().await?;
+            let (name, holder) = (&self.name, &self.holder);
+            let renewed = match self.read {
+                true => renew_read(conn, name, holder, lease_ms).await?,
+                false => renew(conn, name, holder, lease_ms).await?,
+            };
+            if renewed {
+                return Ok(None);
+            }
+            let exists: bool = redis::cmd("EXISTS").arg(name).query_async(conn).await?;
+            Ok(Some(if exists { Lost::Taken } else { Lost::Expired }))
+        })
     }
 }
 

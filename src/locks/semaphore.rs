@@ -25,18 +25,20 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::future::{select, Either};
+use futures_util::future::{select, BoxFuture, Either};
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 use crate::limits::check_not_empty;
 use crate::locks::quorum::{majority, on_all, Outcome, Settle};
+use crate::locks::renewal::{Lost, Renewal};
 use crate::locks::resend::{resent, Resend};
 use crate::locks::token;
+use crate::transport::connection::SharedConnection;
 use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
-use crate::waiting::timer::{wall_ms, Timer};
+use crate::waiting::timer::{wall_ms, Timer, TokioTimer};
 use crate::waiting::wakeups::Wakeups;
 
 /// redis-semaphore's mutex refresh (`expireIfEqualLua`), byte for byte.
@@ -631,6 +633,56 @@ where
         .await;
     }
     Ok(Refreshed::Yes)
+}
+
+/// The lease keeper's family tag for a redis-semaphore lock.
+pub const KEPT: &str = "semaphore";
+
+/// A redis-semaphore lock of `kind` kept by the lease keeper: `key` held
+/// by `identifier`, refreshed by the kind's own script on one server
+/// (`within` none), or on a quorum of `servers`, each answering within
+/// `within`, restored where a server lost it, as redis-semaphore's Redlock
+/// variants do.
+pub struct Kept {
+    pub servers: Vec<Arc<SharedConnection>>,
+    pub within: Option<Duration>,
+    pub kind: Kind,
+    pub key: String,
+    pub identifier: String,
+}
+
+impl Renewal for Kept {
+    fn renew(&self, lease_ms: u64) -> BoxFuture<'_, Result<Option<Lost>>> {
+        Box::pin(async move {
+            let holder = Holder {
+                key: &self.key,
+                identifier: &self.identifier,
+                ttl_ms: lease_ms,
+            };
+            let Some(within) = self.within else {
+                let one = self.servers.first().ok_or_else(|| {
+                    Error::InvalidArgument("a kept semaphore needs a server".into())
+                })?;
+                let refreshed = refresh(&mut one.get().await?, self.kind, holder).await?;
+                return Ok((!refreshed).then_some(Lost::Expired));
+            };
+            let connect = |i: usize| self.servers[i].get();
+            let q = Quorum {
+                n: self.servers.len(),
+                connect: &connect,
+                timer: &TokioTimer,
+                within,
+            };
+            match refresh_quorum(&q, self.kind, holder).await? {
+                Refreshed::Yes => Ok(None),
+                Refreshed::No => Ok(Some(Lost::Expired)),
+                // Servers slow or away: tried again while the lease may run.
+                Refreshed::Unsure => Err(Error::Timeout(
+                    "refresh not confirmed by a quorum in time".into(),
+                )),
+            }
+        })
+    }
 }
 
 /// The Redlock variants' release (announced on each server if

@@ -13,6 +13,7 @@
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
@@ -20,8 +21,10 @@ use crate::error::{Error, Result};
 use crate::limits::{
     check_not_empty, invalid_timeout, is_positive_ms, not_positive_ms, positive_int, whole_ms,
 };
+use crate::locks::renewal::{Lost, Renewal};
 use crate::locks::replicas::{self, Replicas};
 use crate::locks::resend::{resent, Resend};
+use crate::transport::connection::SharedConnection;
 use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
@@ -483,6 +486,38 @@ async fn compare_and_act<C: ConnectionLike>(
             resent(broken, again, call.resend)
         }
         reply => Ok(reply? == 1),
+    }
+}
+
+/// The lease keeper's family tag for a token lock (redislock's, and the
+/// quorum and node-redlock locks named by their first key and server).
+pub const KEPT: &str = "token";
+
+/// A token lock kept by the lease keeper: `key` holding `token` on
+/// `server`, renewed by [`RENEW_OR_WHY`] (a loss says why in the same
+/// round trip).
+pub struct Kept {
+    pub server: Arc<SharedConnection>,
+    pub key: String,
+    pub token: String,
+}
+
+impl Renewal for Kept {
+    fn renew(&self, lease_ms: u64) -> BoxFuture<'_, Result<Option<Lost>>> {
+        Box::pin(async move {
+            let mut conn = self.server.get().await?;
+            let size = (3, self.key.len() + self.token.len() + 24);
+            let n: i64 = RENEW_OR_WHY_SCRIPT
+                .eval(&mut conn, size, |cmd| {
+                    cmd.arg(1).arg(&self.key).arg(&self.token).arg(lease_ms);
+                })
+                .await?;
+            Ok(match n {
+                1 => None,
+                0 => Some(Lost::Expired),
+                _ => Some(Lost::Taken),
+            })
+        })
     }
 }
 

@@ -14,7 +14,8 @@ use napi::bindgen_prelude::BigInt;
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
-use crate::keeper::{self, Held, Kind, Servers};
+use crate::hold::{self, Extension};
+use crate::keeper::{self, Held};
 use crate::limits;
 use crate::locks::keys::{companion, FENCING_SUFFIX, RELEASED_SUFFIX};
 use crate::locks::replicas::{self, Replicas};
@@ -105,7 +106,7 @@ impl Request {
     }
 
     fn held(&self, target: &Target) -> Held {
-        Held::new(&target.shared, &self.key, &self.token, Kind::Token)
+        Held::new(&target.shared, &self.key, &self.token, token::KEPT)
     }
 }
 
@@ -178,10 +179,14 @@ async fn run<C: ConnectionLike>(
             };
             if req.has(Flag::Keep) {
                 let w = watch(req.env, req.hold, req.max_lag_ms, req.max_hold_ms)?;
-                let one = Servers::One(Arc::clone(&target.shared));
-                let held = req.held(&target);
-                let until = granted.sent + Duration::from_millis(opts.ttl_ms);
-                keeper::start(rt()?, one, held, opts.ttl_ms, granted.sent, until, Some(w));
+                let renewal = token::Kept {
+                    server: Arc::clone(&target.shared),
+                    key: req.key.clone(),
+                    token: req.token.clone(),
+                };
+                let (ttl, sent) = (opts.ttl_ms, granted.sent);
+                let until = sent + Duration::from_millis(ttl);
+                hold::keep(rt()?, renewal, req.held(&target), ttl, sent, until, w);
             }
             Ok(Reply::With(Value::Grant {
                 fencing: granted.fencing,
@@ -190,56 +195,46 @@ async fn run<C: ConnectionLike>(
             }))
         }
         LockOp::Release => {
-            let paused = if req.has(Flag::Keep) {
-                keeper::pause(&req.held(&target)).await
-            } else {
-                None
-            };
+            let kept = req.has(Flag::Keep).then(|| req.held(&target));
+            let (key, token) = (&req.key, &req.token);
             let released = match req.has(Flag::Wake) {
                 true => {
-                    let channel = companion(&req.key, RELEASED_SUFFIX, "release channel")?;
+                    let channel = companion(key, RELEASED_SUFFIX, "release channel")?;
                     let source = wake_source(&target, conn).await;
                     let sharded = source == Source::Sharded;
-                    let released =
-                        token::release_announced(conn, &req.key, &req.token, &channel, sharded)
-                            .await;
-                    if let Ok(true) = released {
-                        poke(&target, source, &channel);
-                    }
-                    released
+                    let release = token::release_announced(conn, key, token, &channel, sharded);
+                    hold::release(kept, release, || poke(&target, source, &channel)).await
                 }
-                false => token::release(conn, &req.key, &req.token).await,
+                false => hold::release(kept, token::release(conn, key, token), || {}).await,
             };
-            // Released, not ours, or unknown: no renewal either way.
-            if let Some(p) = paused {
-                p.stop();
-            }
             Ok(Reply::from(released?))
         }
         LockOp::Extend => {
             let ms = crate::limits::extension_from_number(req.nums[0])?;
-            let paused = if req.has(Flag::Keep) {
-                keeper::pause(&req.held(&target)).await
-            } else {
-                None
-            };
-            let sent = Instant::now();
-            let mut extended = token::extend(conn, &req.key, &req.token, ms).await;
-            if let (Ok(true), Some(want)) = (&extended, req.replicas) {
-                if let Err(e) = replicas::wait_for(conn, want).await {
-                    // Not acknowledged: the lock cannot be vouched for.
-                    let _ = token::release(conn, &req.key, &req.token).await;
-                    extended = Err(e);
+            let kept = req.has(Flag::Keep).then(|| req.held(&target));
+            let extending = async {
+                let sent = Instant::now();
+                let extended = token::extend(conn, &req.key, &req.token, ms).await?;
+                if let (true, Some(want)) = (extended, req.replicas) {
+                    if let Err(e) = replicas::wait_for(conn, want).await {
+                        // Not acknowledged: the lock cannot be vouched for.
+                        let _ = token::release(conn, &req.key, &req.token).await;
+                        return Err(e);
+                    }
                 }
-            }
-            match (paused, &extended) {
-                (Some(p), Ok(true)) => p.extended(ms, sent + Duration::from_millis(ms)),
-                (Some(p), Ok(false)) | (Some(p), Err(Error::NotReplicated(_))) => p.stop(),
-                _ => {}
-            }
-            Ok(match extended? {
-                true => Reply::With(Value::Age(age_us(sent))),
-                false => Reply::No,
+                Ok((extended, sent))
+            };
+            let judge = |outcome: &Result<(bool, Instant)>| match outcome {
+                Ok((true, sent)) => Extension::Confirmed {
+                    lease_ms: ms,
+                    until: *sent + Duration::from_millis(ms),
+                },
+                Ok((false, _)) | Err(Error::NotReplicated(_)) => Extension::Lost,
+                Err(_) => Extension::Unknown,
+            };
+            Ok(match hold::extend(kept, extending, judge).await? {
+                (true, sent) => Reply::With(Value::Age(age_us(sent))),
+                (false, _) => Reply::No,
             })
         }
         LockOp::Inspect => {
@@ -272,7 +267,7 @@ fn age_us(t: Instant) -> u64 {
 /// How long the kept lease of `key` for `token` is known to run, in ms
 /// (-1 when it is not kept).
 pub(crate) fn remaining(target: &Target, key: &str, token: &str) -> f64 {
-    let held = Held::new(&target.shared, key, token, Kind::Token);
+    let held = Held::new(&target.shared, key, token, token::KEPT);
     keeper::remaining(&held).map_or(-1.0, |d| d.as_millis() as f64)
 }
 

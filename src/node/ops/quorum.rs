@@ -9,11 +9,12 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
-use crate::keeper::{self, Held, Kind, Servers};
+use crate::hold::{self, Extension};
+use crate::keeper::Held;
 use crate::limits;
 use crate::locks::keys::{companion, RELEASED_SUFFIX};
 use crate::locks::quorum::{self, Outcome, QuorumOptions, Report, Step};
-use crate::locks::token::AcquireOptions;
+use crate::locks::token::{self, AcquireOptions};
 use crate::node::cancels::{acquire_slot, CancelSlot};
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch_of;
@@ -37,7 +38,7 @@ fn held(targets: &[Arc<Target>], key: &str, token: &str) -> Result<Held> {
     let first = targets
         .first()
         .ok_or_else(|| Error::InvalidArgument("a quorum lock needs at least one server".into()))?;
-    Ok(Held::new(&first.shared, key, token, Kind::Token))
+    Ok(Held::new(&first.shared, key, token, token::KEPT))
 }
 
 fn bits(x: f64) -> Result<u32> {
@@ -180,20 +181,22 @@ where
             let report =
                 quorum::acquire(n, connect, timer, key, token, &opts, &random, wake, stop).await?;
             if let (true, Some(w)) = (report.granted, watch) {
-                let servers = Servers::Quorum {
+                let renewal = quorum::Kept {
                     servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
                     within: opts.server_timeout,
+                    key: key.to_string(),
+                    token: token.to_string(),
                 };
-                let until = report.valid_until(opts.ttl_ms);
-                let held = held(&targets, key, token)?;
-                keeper::start(
+                let (ttl, sent) = (opts.ttl_ms, report.started);
+                let until = report.valid_until(ttl);
+                hold::keep(
                     rt()?,
-                    servers,
-                    held,
-                    opts.ttl_ms,
-                    report.started,
+                    renewal,
+                    held(&targets, key, token)?,
+                    ttl,
+                    sent,
                     until,
-                    Some(w),
+                    w,
                 );
             }
             (Step::Acquire, report)
@@ -201,45 +204,44 @@ where
         LockOp::Extend => {
             let ms = limits::extension_from_number(num(Slot::Time))?;
             let within = server_timeout(num(Slot::ServerTimeoutMs), ms, &targets)?;
-            let paused = match Flag::Keep.in_bits(bits(num(Slot::Flags))?) {
+            let kept = match Flag::Keep.in_bits(bits(num(Slot::Flags))?) {
+                true => Some(held(&targets, key, token)?),
                 false => None,
-                true => keeper::pause(&held(&targets, key, token)?).await,
             };
-            let report = quorum::extend(n, connect, timer, key, token, ms, within).await?;
-            if let Some(p) = paused {
-                match report.granted {
-                    true => p.extended(ms, report.valid_until(ms)),
-                    false => p.stop(),
-                }
-            }
-            (Step::Extend, report)
+            let extend = quorum::extend(n, connect, timer, key, token, ms, within);
+            let judge = |outcome: &Result<Report>| match outcome {
+                Ok(r) if r.granted => Extension::Confirmed {
+                    lease_ms: ms,
+                    until: r.valid_until(ms),
+                },
+                Ok(_) => Extension::Lost,
+                Err(_) => Extension::Unknown,
+            };
+            (Step::Extend, hold::extend(kept, extend, judge).await?)
         }
         LockOp::Release => {
             let ttl = limits::positive_int(num(Slot::Time)).unwrap_or(10_000);
             let within = server_timeout(num(Slot::ServerTimeoutMs), ttl, &targets)?;
             let flags = bits(num(Slot::Flags))?;
-            let paused = match Flag::Keep.in_bits(flags) {
+            let kept = match Flag::Keep.in_bits(flags) {
+                true => Some(held(&targets, key, token)?),
                 false => None,
-                true => keeper::pause(&held(&targets, key, token)?).await,
             };
             let announce = Flag::Wake
                 .in_bits(flags)
                 .then(|| channel(key))
                 .transpose()?;
-            let report =
-                quorum::release(n, connect, timer, key, token, within, announce.as_deref()).await;
-            // Released, not ours, or unknown: no renewal either way.
-            if let Some(p) = paused {
-                p.stop();
-            }
-            let report = report?;
-            if let (Some(c), true) = (&announce, report.granted) {
-                // Waiters of this process need not wait for Redis's word.
-                for t in &targets {
-                    poke(t, Source::PubSub, c);
+            let release =
+                quorum::release(n, connect, timer, key, token, within, announce.as_deref());
+            // Waiters of this process need not wait for Redis's word.
+            let wake = || {
+                if let Some(c) = &announce {
+                    for t in &targets {
+                        poke(t, Source::PubSub, c);
+                    }
                 }
-            }
-            (Step::Release, report)
+            };
+            (Step::Release, hold::release(kept, release, wake).await?)
         }
         LockOp::Inspect => {
             return Err(Error::InvalidArgument(

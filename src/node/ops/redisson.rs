@@ -12,7 +12,8 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
-use crate::keeper::{self, Held, Kind, Servers};
+use crate::hold;
+use crate::keeper::{self, Held};
 use crate::limits::{not_positive_ms, not_whole_ms, positive_int, whole_u32};
 use crate::locks::fair;
 use crate::locks::reentrant::{self, Adapter, Flavor, UnlockKeys, Unlocked, Wait};
@@ -63,12 +64,19 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// How the keeper renews this lock.
-    fn kind(&self) -> Kind {
-        match self.flavor {
-            Flavor::Read => Kind::ReadLock,
-            _ => Kind::Redisson,
-        }
+    /// The keeper's name for this lock: its holder field's (a reader's
+    /// read holds are renewed with the hash).
+    fn held(&self, target: &Target) -> Held {
+        let family = match self.flavor {
+            Flavor::Read => reentrant::KEPT_READ,
+            _ => reentrant::KEPT,
+        };
+        Held::new(
+            &target.shared,
+            &self.name,
+            &self.flavor.holder(&self.field),
+            family,
+        )
     }
 
     /// Whether it waits for replicas (`WAIT`): then it wants a connection
@@ -259,34 +267,37 @@ where
                 if let Err(e) = replicas::wait_for(conn, want).await {
                     // Not acknowledged: give this hold back (one hold fewer,
                     // as an unlock; the last one wakes the waiters).
-                    let _ = unlock_under(conn, &connect, &target, &req, undo).await;
+                    let undo = unlock_under(conn, &connect, &target, &req, undo);
+                    let _ = hold::release(None, undo, || wake(&target, &req)).await;
                     return Err(e);
                 }
             }
             if let (Some(_), Some(w)) = (held, watch) {
-                let holder = req.flavor.holder(&req.field);
-                let h = Held::new(&target.shared, &req.name, &holder, req.kind());
+                let renewal = reentrant::Kept {
+                    server: Arc::clone(&target.shared),
+                    name: req.name.clone(),
+                    holder: req.flavor.holder(&req.field).into_owned(),
+                    read: req.flavor == Flavor::Read,
+                };
                 let granted = std::time::Instant::now();
                 let until = granted + Duration::from_millis(req.lease_ms);
                 let watch = envs::watch(w.env, w.hold, w.max_lag_ms, 0)?;
-                let one = Servers::One(Arc::clone(&target.shared));
-                keeper::start(rt()?, one, h, req.lease_ms, granted, until, Some(watch));
+                let (h, lease) = (req.held(&target), req.lease_ms);
+                hold::keep(rt()?, renewal, h, lease, granted, until, watch);
             }
             Ok(Reply::from(held))
         }
         Op::Unlock { ref latch } => {
-            let holder = req.flavor.holder(&req.field);
-            let paused =
-                keeper::pause_redisson(&target.shared, &req.name, &holder, req.kind()).await;
-            let outcome = unlock_under(conn, &connect, &target, &req, latch).await;
-            if let Some(p) = paused {
-                p.finish(outcome.as_ref().ok().copied());
-            }
-            Ok(match outcome? {
-                Unlocked::NotHeld => Reply::No,
-                Unlocked::Decremented => Reply::Yes,
-                Unlocked::Released => Reply::With(Value::Released),
-            })
+            // Named only when something is kept at all (most leases are fixed).
+            let kept = (!keeper::idle()).then(|| req.held(&target));
+            let unlock = unlock_under(conn, &connect, &target, &req, latch);
+            Ok(
+                match hold::release(kept, unlock, || wake(&target, &req)).await? {
+                    Unlocked::NotHeld => Reply::No,
+                    Unlocked::Decremented => Reply::Yes,
+                    Unlocked::Released => Reply::With(Value::Released),
+                },
+            )
         }
         Op::ForceUnlock => {
             let shared = Arc::clone(&target.shared);
@@ -306,9 +317,15 @@ where
     }
 }
 
+/// A released lock's waiters of this process try at once.
+fn wake(target: &Target, req: &Request) {
+    if let Some(channel) = req.flavor.poke_channel(&req.channel) {
+        poke(target, req.adapter, channel);
+    }
+}
+
 /// One hold fewer for `req.field` under unlock latch `latch` (an unlock, or
-/// an unacknowledged grant given back); releasing the last hold also wakes
-/// a waiter of this process at once.
+/// an unacknowledged grant given back).
 async fn unlock_under<C, F, Fut>(
     conn: &mut C,
     connect: &F,
@@ -329,13 +346,7 @@ where
         flavor: req.flavor,
     };
     let latch_ms = reentrant::latch_ms(target.endpoint.command_timeout);
-    let outcome = reentrant::unlock(conn, connect, &keys, &req.field, req.lease_ms, latch_ms).await;
-    if let (Ok(Unlocked::Released), Some(channel)) =
-        (&outcome, req.flavor.poke_channel(&req.channel))
-    {
-        poke(target, req.adapter, channel);
-    }
-    outcome
+    reentrant::unlock(conn, connect, &keys, &req.field, req.lease_ms, latch_ms).await
 }
 
 /// Stops the renewals of every lock whose holder field starts with

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::keeper::{self, Held, Kind, Servers};
+use crate::hold::{self, Extension};
+use crate::keeper::Held;
 use crate::limits;
 use crate::locks::quorum::{majority, Outcome, Report, Settle, Step};
 use crate::locks::redlock::{self, RedlockOptions, Resources};
-use crate::locks::token::AcquireOptions;
+use crate::locks::token::{self, AcquireOptions};
 use crate::node::cancels::acquire_slot;
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch_of;
@@ -98,11 +99,11 @@ pub(crate) fn redlock<E: Engine>(
             let (first, key) = targets.first().zip(keys.first()).ok_or_else(|| {
                 Error::InvalidArgument("a redlock needs a server and a resource".into())
             })?;
-            Ok(Held::new(&first.shared, key, &value, Kind::Token))
+            Ok(Held::new(&first.shared, key, &value, token::KEPT))
         };
-        let paused = match (keep, op) {
-            (true, LockOp::Release | LockOp::Extend) => keeper::pause(&held()?).await,
-            _ => None,
+        let kept = match keep {
+            true => Some(held()?),
+            false => None,
         };
         let (report, step) = match op {
             LockOp::Acquire | LockOp::Extend => {
@@ -183,39 +184,33 @@ pub(crate) fn redlock<E: Engine>(
                                 loaded::learned(engine, endpoints[i], hash, conn, seen);
                             }
                         }
-                        if keep && r.granted {
-                            let w = watch_of(&nums)?;
-                            let servers = Servers::Redlock {
+                        if let (Some(held), true) = (kept, r.granted) {
+                            let renewal = redlock::Kept {
                                 servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
                                 within: opts.server_timeout,
                                 scripts: Arc::clone(&scripts),
                                 keys: keys.clone(),
+                                value: value.clone(),
                                 drift_factor: opts.drift_factor,
                             };
-                            let until = valid_until(&r);
-                            keeper::start(
-                                rt()?,
-                                servers,
-                                held()?,
-                                opts.ttl_ms,
-                                r.started,
-                                until,
-                                Some(w),
-                            );
+                            let (ttl, sent, until) = (opts.ttl_ms, r.started, valid_until(&r));
+                            let w = watch_of(&nums)?;
+                            hold::keep(rt()?, renewal, held, ttl, sent, until, w);
                         }
                         (r, Step::Acquire)
                     }
                     _ => {
-                        let r =
-                            redlock::extend(n, connect, timer, &scripts, res, &opts, &random).await;
-                        match (paused, &r) {
-                            (Some(p), Ok(r)) if r.granted => {
-                                p.extended(opts.ttl_ms, valid_until(r))
-                            }
-                            (Some(p), _) => p.stop(),
-                            _ => {}
-                        }
-                        (r?, Step::Extend)
+                        let extend =
+                            redlock::extend(n, connect, timer, &scripts, res, &opts, &random);
+                        // Not extended, for whatever reason: not vouched for.
+                        let judge = |outcome: &Result<Report>| match outcome {
+                            Ok(r) if r.granted => Extension::Confirmed {
+                                lease_ms: opts.ttl_ms,
+                                until: valid_until(r),
+                            },
+                            _ => Extension::Lost,
+                        };
+                        (hold::extend(kept, extend, judge).await?, Step::Extend)
                     }
                 }
             }
@@ -249,22 +244,17 @@ pub(crate) fn redlock<E: Engine>(
                     })
                     .collect();
                 let announce = wake.then_some(&announce[..]);
-                let r =
-                    redlock::release(n, connect, timer, &scripts, res, &opts, &random, announce)
-                        .await;
-                // Released, not ours, or unknown: no renewal either way.
-                if let Some(p) = paused {
-                    p.stop();
-                }
-                if wake && r.as_ref().is_ok_and(|r| r.granted) {
-                    // Waiters of this process need not wait for Redis's word.
+                let release =
+                    redlock::release(n, connect, timer, &scripts, res, &opts, &random, announce);
+                // Waiters of this process need not wait for Redis's word.
+                let wake = || {
                     for (t, s) in targets.iter().zip(&sources) {
                         for c in &channels {
                             poke(t, *s, c);
                         }
                     }
-                }
-                (r?, Step::Release)
+                };
+                (hold::release(kept, release, wake).await?, Step::Release)
             }
             LockOp::Inspect => {
                 return Err(Error::InvalidArgument(

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::keeper::{self, Held, Kind as Keep, Servers};
+use crate::hold;
+use crate::keeper::Held;
 use crate::limits;
 use crate::locks::quorum::majority;
 use crate::locks::semaphore::{self, Announce, Holder, Kind, Quorum, Refreshed, Waiting};
@@ -17,7 +18,7 @@ use crate::node::engine::contract::Engine;
 use crate::node::envs::watch_of;
 use crate::node::ops::quorum::{channel, server_timeout};
 use crate::node::runtime::rt;
-use crate::node::targets::{target, targets};
+use crate::node::targets::{target, targets, Target};
 use crate::node::wake::{poke, wake_source, wakeups};
 use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::Reply;
@@ -95,12 +96,48 @@ fn parse(nums: &Nums, key: &str) -> Result<Parsed> {
 }
 
 /// Hands a granted (or refreshed) lock, confirmed from `sent`, to the
-/// lease keeper on `servers`, bounded as the numbers say.
-fn keep(servers: Servers, held: Held, ttl_ms: u64, sent: Instant, nums: &Nums) -> Result<()> {
-    let bounds = watch_of(nums)?;
-    let until = sent + Duration::from_millis(ttl_ms);
-    keeper::start(rt()?, servers, held, ttl_ms, sent, until, Some(bounds));
+/// lease keeper (`within`: on a quorum of `servers`, else on the one),
+/// bounded as the numbers say.
+fn keep(
+    servers: &[Arc<Target>],
+    within: Option<Duration>,
+    kind: Kind,
+    holder: Holder<'_>,
+    sent: Instant,
+    nums: &Nums,
+) -> Result<()> {
+    let first = servers.first().ok_or_else(|| {
+        Error::InvalidArgument("a redis-semaphore lock needs at least one server".into())
+    })?;
+    let renewal = semaphore::Kept {
+        servers: servers.iter().map(|t| Arc::clone(&t.shared)).collect(),
+        within,
+        kind,
+        key: holder.key.to_string(),
+        identifier: holder.identifier.to_string(),
+    };
+    let held = held(first, holder);
+    let until = sent + Duration::from_millis(holder.ttl_ms);
+    hold::keep(
+        rt()?,
+        renewal,
+        held,
+        holder.ttl_ms,
+        sent,
+        until,
+        watch_of(nums)?,
+    );
     Ok(())
+}
+
+/// The keeper's name for `holder`'s lock: on its first server.
+fn held(first: &Target, holder: Holder<'_>) -> Held {
+    Held::new(
+        &first.shared,
+        holder.key,
+        holder.identifier,
+        semaphore::KEPT,
+    )
 }
 
 /// A redis-semaphore operation on `endpoint`: the lock at `key` (as Redis
@@ -139,11 +176,8 @@ pub(crate) fn semaphore<E: Engine>(
             identifier: &identifier,
             ttl_ms,
         };
-        let held = || Held::new(&target.shared, &key, &identifier, Keep::Semaphore(kind));
-        let keep = |sent| {
-            let one = Servers::One(Arc::clone(&target.shared));
-            keep(one, held(), ttl_ms, sent, &nums)
-        };
+        let one = std::slice::from_ref(&target);
+        let keep = |sent| keep(one, None, kind, holder, sent, &nums);
         // `wakeOnRelease`: releases announce on the key's channel (sharded
         // on a Redis Cluster 7+), and a waiting acquire listens there.
         let source = match &channel {
@@ -182,24 +216,19 @@ pub(crate) fn semaphore<E: Engine>(
                 Ok(Reply::from(refreshed))
             }
             LockOp::Release => {
-                let paused = match kept {
-                    true => keeper::pause(&held()).await,
-                    false => None,
-                };
+                let kept = kept.then(|| held(&target, holder));
                 let announce = channel.as_deref().zip(source).map(|(c, s)| Announce {
                     channel: c,
                     publish: publish(s),
                 });
-                let released = semaphore::release(&mut conn, kind, holder, announce).await;
-                // Released, not held, or unknown: no refresh either way.
-                if let Some(p) = paused {
-                    p.stop();
-                }
-                if let (Ok(true), Some(c), Some(s)) = (&released, &channel, source) {
-                    // Waiters of this process need not wait for Redis's word.
-                    poke(&target, s, c);
-                }
-                Ok(Reply::from(released?))
+                let release = semaphore::release(&mut conn, kind, holder, announce);
+                // Waiters of this process need not wait for Redis's word.
+                let wake = || {
+                    if let Some((c, s)) = channel.as_deref().zip(source) {
+                        poke(&target, s, c);
+                    }
+                };
+                Ok(Reply::from(hold::release(kept, release, wake).await?))
             }
             LockOp::Inspect => Err(Error::InvalidArgument(
                 "inspect() is not a redis-semaphore operation".into(),
@@ -250,14 +279,7 @@ pub(crate) fn semaphores<E: Engine>(
         let first = targets.first().ok_or_else(|| {
             Error::InvalidArgument("a Redlock semaphore needs at least one server".into())
         })?;
-        let held = || Held::new(&first.shared, &key, &identifier, Keep::Semaphore(kind));
-        let keep = |sent| {
-            let servers = Servers::Semaphores {
-                servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
-                within,
-            };
-            keep(servers, held(), ttl_ms, sent, &nums)
-        };
+        let keep = |sent| keep(&targets, Some(within), kind, holder, sent, &nums);
         // `wakeOnRelease` over independent servers: classic pub/sub on each.
         match op {
             LockOp::Acquire => {
@@ -298,23 +320,22 @@ pub(crate) fn semaphores<E: Engine>(
                 Ok(Reply::from(refreshed))
             }
             LockOp::Release => {
-                let paused = match kept {
-                    true => keeper::pause(&held()).await,
-                    false => None,
-                };
+                let kept = kept.then(|| held(first, holder));
                 let announce = channel.as_deref().map(|c| Announce {
                     channel: c,
                     publish: publish(Source::PubSub),
                 });
-                let released = semaphore::release_quorum(&q, kind, holder, announce).await;
-                if let Some(p) = paused {
-                    p.stop();
-                }
-                if let (true, Some(c)) = (released > 0, &channel) {
-                    for t in &targets {
-                        poke(t, Source::PubSub, c);
+                // How many servers gave something back: theirs never fails.
+                let release =
+                    async { Ok(semaphore::release_quorum(&q, kind, holder, announce).await) };
+                let wake = || {
+                    if let Some(c) = &channel {
+                        for t in &targets {
+                            poke(t, Source::PubSub, c);
+                        }
                     }
-                }
+                };
+                let released = hold::release(kept, release, wake).await?;
                 Ok(Reply::from(released >= majority(q.n)))
             }
             LockOp::Inspect => Err(Error::InvalidArgument(
