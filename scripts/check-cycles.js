@@ -89,7 +89,9 @@ function rustGraph () {
   const graph = new Map()
   for (const [name, file] of modules) {
     const here = name === '' ? [] : name.split('::')
-    const text = code(fs.readFileSync(file, 'utf8'))
+    // A file's unit tests (its trailing `#[cfg(test)] mod tests`) are not
+    // part of the layering: their `use super::*` names the file itself.
+    const text = code(fs.readFileSync(file, 'utf8')).replace(/#\[cfg\(test\)\]\s*mod\s+tests\s*\{[\s\S]*$/, '')
     const deps = new Set()
     const add = (segments) => {
       if (segments.length === 0) return // an extern crate's path: no edge

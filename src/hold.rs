@@ -14,7 +14,7 @@ use tokio::runtime::Handle;
 
 use crate::error::Result;
 use crate::keeper::{self, Held, Renewal, Watch};
-use crate::locks::quorum::Report;
+use crate::locks::fanout::Report;
 use crate::locks::reentrant::Unlocked;
 
 /// Hands a granted lock to the keeper: renewed by `renewal` every lease / 3

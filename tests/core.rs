@@ -576,7 +576,8 @@ fn signal(server: &Server, sig: &str) {
 /// already sent, lands once the server runs again.
 #[tokio::test]
 async fn a_quorum_acquire_settles_on_a_majority_without_the_slowest_server() {
-    use redislock_rs::locks::quorum::{self, Outcome, QuorumOptions};
+    use redislock_rs::locks::fanout::Outcome;
+    use redislock_rs::locks::quorum::{self, QuorumOptions};
     let servers = [Server::start(), Server::start(), Server::start()];
     let conns = raw_all(&servers).await;
     let connect = |i: usize| {

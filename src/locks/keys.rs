@@ -157,6 +157,13 @@ pub fn companion(key: &str, suffix: &str, what: &str) -> Result<String> {
     }
 }
 
+/// The channel a release of `key` is announced on (`wakeOnRelease`), in
+/// its hash slot; every face's lock of `key` uses the same one, so either
+/// face's waiters wake.
+pub fn release_channel(key: &str) -> Result<String> {
+    companion(key, RELEASED_SUFFIX, "release channel")
+}
+
 /// Java Redisson's `prefixName(prefix, name)`: `prefix:name` when the name
 /// has a `{`, else `prefix:{name}` (RedissonObject.java). Not
 /// [`companion`]: Redisson's own rule, which Java processes share.

@@ -5,12 +5,14 @@
 //! servers), `redlock` (node-redlock's several resources over several
 //! servers, its scripts), `semaphore` (redis-semaphore's mutexes and
 //! counting semaphores, its scripts), `synchronizers` (Java Redisson's
-//! RSemaphore, RPermitExpirableSemaphore and RCountDownLatch, its scripts); beside them `renewal` (the one
+//! RSemaphore, RPermitExpirableSemaphore and RCountDownLatch, its scripts); beside them `fanout` (one step on
+//! several independent servers, the majority and validity rules), `renewal` (the one
 //! trait every kind gives the lease keeper), `replicas` (`WAIT` for replica acknowledgement),
 //! `keys` (helper keys in the lock key's hash slot) and `resend` (what a
 //! command sent again after a broken connection may conclude).
 
 pub mod fair;
+pub mod fanout;
 pub mod keys;
 pub mod quorum;
 pub mod redlock;

@@ -21,8 +21,8 @@ use futures_util::future::BoxFuture;
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
-use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms, MAX_MS};
-use crate::locks::quorum::{majority, on_all, Outcome, Report, Settle};
+use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms};
+use crate::locks::fanout::{drift_ms, majority, on_all, validity_ms, Outcome, Report, Settle};
 use crate::locks::renewal::{Lost, Renewal};
 use crate::transport::connection::SharedConnection;
 use crate::transport::lua::Lua;
@@ -126,28 +126,6 @@ pub struct RedlockOptions {
     /// and tells). Otherwise only an attempt that may have taken something
     /// gives it back.
     pub give_back_always: bool,
-}
-
-/// redlock's drift for a lease of `ttl_ms`: `round(factor × ttl) + 2` ms
-/// (Redis's 1 ms expiry precision plus the clocks' drift).
-pub fn drift_ms(ttl_ms: u64, factor: f64) -> i64 {
-    let d = (factor * ttl_ms.min(MAX_MS) as f64).round();
-    // NaN or a negative factor allows no drift of its own; a huge one, all.
-    let d = if d > 0.0 {
-        d.min(MAX_MS as f64) as i64
-    } else {
-        0
-    };
-    d + 2
-}
-
-/// The validity left of a lease of `ttl_ms` granted by an attempt started
-/// `elapsed` ago. Signed: negative when the attempt took too long.
-pub fn validity_ms(ttl_ms: u64, elapsed: Duration, factor: f64) -> i64 {
-    let ttl = ttl_ms.min(MAX_MS) as i64;
-    let elapsed = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
-    ttl.saturating_sub(elapsed)
-        .saturating_sub(drift_ms(ttl_ms, factor))
 }
 
 /// Runs `script` with the resources as KEYS and `value`, then `tail`
@@ -691,16 +669,5 @@ mod tests {
         assert_eq!(v5.lock.hash(), "96da70f7716f27d278a5218544df37fd8b0a5e4c");
         assert_eq!(v5.unlock.hash(), "e4612211c9f8f51c257e26e056b0a654b3187242");
         assert_eq!(v5.extend.hash(), "aed6f382e410db8ba7926d4e5e9aab410bf2a78a");
-    }
-
-    #[test]
-    fn drift_is_redlocks_and_validity_is_signed() {
-        assert_eq!(drift_ms(10_000, 0.01), 102);
-        assert_eq!(drift_ms(10_000, 0.0), 2);
-        assert_eq!(drift_ms(150, 0.01), 4); // round(1.5) = 2
-        assert_eq!(drift_ms(1_000, f64::NAN), 2);
-        assert_eq!(validity_ms(10_000, Duration::from_millis(30), 0.01), 9_868);
-        assert!(validity_ms(3, Duration::from_millis(5), 0.01) < 0);
-        assert!(validity_ms(MAX_MS, Duration::ZERO, 1e300) < 0);
     }
 }

@@ -30,7 +30,7 @@ use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 use crate::limits::check_not_empty;
-use crate::locks::quorum::{majority, on_all, Outcome, Settle};
+use crate::locks::fanout::{majority, on_all, Outcome, Settle};
 use crate::locks::renewal::{Lost, Renewal};
 use crate::locks::resend::{resent, Resend};
 use crate::locks::token;

@@ -18,9 +18,7 @@ use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
 use crate::error::{Error, Result};
-use crate::limits::{
-    check_not_empty, invalid_timeout, is_positive_ms, not_positive_ms, positive_int, whole_ms,
-};
+use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms, not_positive_ms};
 use crate::locks::renewal::{Lost, Renewal};
 use crate::locks::replicas::{self, Replicas};
 use crate::locks::resend::{resent, Resend};
@@ -70,34 +68,6 @@ pub struct AcquireOptions {
     pub retries: Retries,
     /// Pause between attempts.
     pub delay: Duration,
-}
-
-impl AcquireOptions {
-    /// Builds options from redislock's numbers: `retries < 0` waits forever.
-    pub fn from_numbers(ttl_ms: f64, retries: f64, delay_ms: f64) -> Result<Self> {
-        let ttl_ms = positive_int(ttl_ms).ok_or_else(|| invalid_timeout(ttl_ms))?;
-        let whole = retries == f64::NEG_INFINITY || (retries.is_finite() && retries.fract() == 0.0);
-        if !whole {
-            return Err(Error::InvalidArgument(format!(
-                "Invalid retries {retries}: expected an integer (-1 retries forever)"
-            )));
-        }
-        let retries = if retries < 0.0 {
-            Retries::Forever
-        } else {
-            Retries::Count(retries.min(u64::MAX as f64) as u64)
-        };
-        let Some(delay_ms) = whole_ms(delay_ms) else {
-            return Err(Error::InvalidArgument(format!(
-                "Invalid delay {delay_ms}: the retry delay must be a non-negative integer number of milliseconds"
-            )));
-        };
-        Ok(AcquireOptions {
-            ttl_ms,
-            retries,
-            delay: Duration::from_millis(delay_ms),
-        })
-    }
 }
 
 fn check_key(key: &str) -> Result<()> {
@@ -529,48 +499,6 @@ pub fn new_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn options_follow_redislock_numbers() {
-        let o = AcquireOptions::from_numbers(10000.0, 0.0, 50.0).unwrap();
-        assert_eq!(o.retries, Retries::Count(0));
-        assert_eq!(o.delay, Duration::from_millis(50));
-        assert_eq!(
-            AcquireOptions::from_numbers(1.0, -1.0, 0.0)
-                .unwrap()
-                .retries,
-            Retries::Forever
-        );
-        assert_eq!(
-            AcquireOptions::from_numbers(1.0, -7.0, 0.0)
-                .unwrap()
-                .retries,
-            Retries::Forever
-        );
-    }
-
-    #[test]
-    fn options_reject_bad_numbers() {
-        for (t, r, d) in [
-            (0.0, 0.0, 0.0),
-            (-5.0, 0.0, 0.0),
-            (f64::NAN, 0.0, 0.0),
-            (1.5, 0.0, 0.0),
-            (f64::INFINITY, 0.0, 0.0),
-            (100.0, f64::NAN, 0.0),
-            (100.0, 0.5, 0.0),
-            (100.0, 0.0, -1.0),
-            (100.0, 0.0, f64::NAN),
-            (100.0, 0.0, 1e300),
-        ] {
-            let err = AcquireOptions::from_numbers(t, r, d).unwrap_err();
-            assert!(matches!(err, Error::InvalidArgument(_)), "{t} {r} {d}");
-        }
-        let msg = AcquireOptions::from_numbers(0.0, 0.0, 0.0)
-            .unwrap_err()
-            .to_string();
-        assert!(msg.contains("timeout 0"), "{msg}");
-    }
 
     #[test]
     fn tokens_are_uuid_v4() {

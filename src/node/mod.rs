@@ -4,7 +4,8 @@
 //! `connect` (`RedisConnection`), `targets` (the endpoint registry),
 //! `runtime` (the tokio thread), `wake`, `envs` and `cancels` (shared
 //! wiring), `relay` (commands through a client's own methods), `wire`
-//! (outcomes, errors, codes, slots), `ops` (each face's
+//! (outcomes, errors, codes, slots), `options` (the one reader of an operation's numbers into core
+//! types), `ops` (each face's
 //! operations), `engine` (the tokio and JS-thread engines that run them)
 //! and `entries` (each operation's napi entries, declared once for both).
 
@@ -20,6 +21,8 @@ mod envs;
 mod loaded;
 #[cfg_attr(test, allow(dead_code))]
 mod ops;
+#[cfg_attr(test, allow(dead_code))]
+mod options;
 #[cfg_attr(test, allow(dead_code))]
 mod relay;
 mod runtime;

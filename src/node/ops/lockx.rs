@@ -17,12 +17,13 @@ use crate::error::{Error, Result};
 use crate::hold::{self, Extension};
 use crate::keeper::{self, Held};
 use crate::limits;
-use crate::locks::keys::{companion, FENCING_SUFFIX, RELEASED_SUFFIX};
+use crate::locks::keys::{companion, release_channel, FENCING_SUFFIX};
 use crate::locks::replicas::{self, Replicas};
-use crate::locks::token::{self, AcquireOptions, Grant};
+use crate::locks::token::{self, Grant};
 use crate::node::cancels::{cancel_slot_of, CancelSlot};
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch;
+use crate::node::options;
 use crate::node::runtime::rt;
 use crate::node::targets::{target, Target};
 use crate::node::wake::{poke, wake_source, wakeups};
@@ -64,7 +65,7 @@ impl Request {
         nums: &Nums,
         cancel: Option<CancelSlot>,
     ) -> Result<Request> {
-        let int = |x: f64| (x.is_finite() && x >= 0.0 && x <= u32::MAX as f64).then_some(x as u32);
+        let int = limits::whole_u32;
         let bad = || Error::InvalidArgument("invalid lock operation arguments".into());
         Ok(Request {
             op,
@@ -75,7 +76,7 @@ impl Request {
                 nums.get(Slot::Retries),
                 nums.get(Slot::Delay),
             ],
-            flags: int(nums.get(Slot::Flags)).ok_or_else(bad)?,
+            flags: options::flags(nums)?,
             hold: int(nums.get(Slot::Hold)).ok_or_else(bad)?,
             env: int(nums.get(Slot::Env)).ok_or_else(bad)?,
             max_lag_ms: whole_ms(nums.get(Slot::MaxLagMs), "maxEventLoopLagMs")?,
@@ -150,14 +151,14 @@ async fn run<C: ConnectionLike>(
 ) -> Result<Reply> {
     match req.op {
         LockOp::Acquire => {
-            let opts = AcquireOptions::from_numbers(req.nums[0], req.nums[1], req.nums[2])?;
+            let opts = options::acquire_of(req.nums[0], req.nums[1], req.nums[2])?;
             let counter = req
                 .has(Flag::Fencing)
                 .then(|| companion(&req.key, FENCING_SUFFIX, "fencing counter"))
                 .transpose()?;
             let channel = req
                 .has(Flag::Wake)
-                .then(|| companion(&req.key, RELEASED_SUFFIX, "release channel"))
+                .then(|| release_channel(&req.key))
                 .transpose()?;
             let subscriber = match &channel {
                 Some(_) if !matches!(opts.retries, crate::waiting::retry::Retries::Count(0)) => {
@@ -199,7 +200,7 @@ async fn run<C: ConnectionLike>(
             let (key, token) = (&req.key, &req.token);
             let released = match req.has(Flag::Wake) {
                 true => {
-                    let channel = companion(key, RELEASED_SUFFIX, "release channel")?;
+                    let channel = release_channel(key)?;
                     let source = wake_source(&target, conn).await;
                     let sharded = source == Source::Sharded;
                     let release = token::release_announced(conn, key, token, &channel, sharded);

@@ -4,7 +4,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 
@@ -12,25 +11,22 @@ use crate::error::{Error, Result};
 use crate::hold::{self, Extension};
 use crate::keeper::Held;
 use crate::limits;
-use crate::locks::keys::{companion, RELEASED_SUFFIX};
-use crate::locks::quorum::{self, Outcome, QuorumOptions, Report, Step};
-use crate::locks::token::{self, AcquireOptions};
+use crate::locks::fanout::{Report, Step};
+use crate::locks::keys::release_channel;
+use crate::locks::quorum::{self, QuorumOptions};
+use crate::locks::token;
 use crate::node::cancels::{acquire_slot, CancelSlot};
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch_of;
+use crate::node::options;
 use crate::node::runtime::rt;
 use crate::node::targets::{targets, Target};
 use crate::node::wake::{poke, wakeups};
 use crate::node::wire::codes::{Flag, LockOp};
-use crate::node::wire::done::{QuorumReport, Reply, ServerFailure, ServerVote, Value};
+use crate::node::wire::done::{QuorumReport, Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::Source;
-
-/// The release channel of `key` (as for one server: ops/lockx.rs).
-pub(crate) fn channel(key: &str) -> Result<String> {
-    companion(key, RELEASED_SUFFIX, "release channel")
-}
 
 /// The keeper's name for a quorum lock: its key and token on the first
 /// server (tokens are one lock object's own, so this names no other lock).
@@ -39,48 +35,6 @@ fn held(targets: &[Arc<Target>], key: &str, token: &str) -> Result<Held> {
         .first()
         .ok_or_else(|| Error::InvalidArgument("a quorum lock needs at least one server".into()))?;
     Ok(Held::new(&first.shared, key, token, token::KEPT))
-}
-
-fn bits(x: f64) -> Result<u32> {
-    limits::whole_u32(x)
-        .ok_or_else(|| Error::InvalidArgument("invalid lock operation arguments".into()))
-}
-
-/// The server timeout: `requested` ms (0: the default, `max(50, ttl /
-/// 100)`), never above any server's command timeout.
-pub(crate) fn server_timeout(
-    requested: f64,
-    ttl_ms: u64,
-    targets: &[Arc<Target>],
-) -> Result<Duration> {
-    let ms = if requested == 0.0 {
-        (ttl_ms / 100).max(50)
-    } else if requested.is_finite() && requested >= 1.0 && requested.fract() == 0.0 {
-        requested.min(u32::MAX as f64) as u64
-    } else {
-        return Err(limits::not_positive_ms("serverTimeout", requested));
-    };
-    let cap = targets
-        .iter()
-        .map(|t| t.endpoint.command_timeout)
-        .min()
-        .unwrap_or(Duration::from_millis(ms));
-    Ok(Duration::from_millis(ms).min(cap))
-}
-
-/// The most random time added to a pause between attempts (`retryJitter`).
-pub(crate) fn jitter(ms: f64) -> Result<Duration> {
-    if !(ms.is_finite() && ms >= 0.0) {
-        return Err(Error::InvalidArgument(format!(
-            "Invalid retryJitter {ms}: expected a non-negative number of milliseconds"
-        )));
-    }
-    Ok(Duration::from_millis(ms.min(3_600_000.0) as u64))
-}
-
-/// A number in 0..1 for the retry jitter.
-pub(crate) fn random() -> f64 {
-    (uuid::Uuid::new_v4().as_u128() >> 75) as f64 / (1u64 << 53) as f64
 }
 
 /// A Redlock operation on `endpoints`, on engine `E`: an acquire's cancel
@@ -145,19 +99,19 @@ where
     let n = targets.len();
     let (step, report) = match op {
         LockOp::Acquire => {
-            let base = AcquireOptions::from_numbers(
-                num(Slot::Time),
-                num(Slot::Retries),
-                num(Slot::Delay),
-            )?;
+            let base = options::acquire(nums)?;
             let opts = QuorumOptions {
                 ttl_ms: base.ttl_ms,
                 retries: base.retries,
                 delay: base.delay,
-                server_timeout: server_timeout(num(Slot::ServerTimeoutMs), base.ttl_ms, &targets)?,
-                jitter: jitter(num(Slot::JitterMs))?,
+                server_timeout: options::server_timeout(
+                    num(Slot::ServerTimeoutMs),
+                    base.ttl_ms,
+                    &targets,
+                )?,
+                jitter: options::jitter(nums)?,
             };
-            let flags = bits(num(Slot::Flags))?;
+            let flags = options::flags(nums)?;
             let keep = Flag::Keep.in_bits(flags);
             // Waiters only: one attempt never waits.
             let waits = !matches!(opts.retries, crate::waiting::retry::Retries::Count(0));
@@ -167,7 +121,7 @@ where
                         .iter()
                         .map(|t| wakeups(t, Source::PubSub))
                         .collect::<Result<Vec<_>>>()?;
-                    (sources, Some(channel(key)?))
+                    (sources, Some(release_channel(key)?))
                 }
                 false => (Vec::new(), None),
             };
@@ -178,8 +132,18 @@ where
                 false => None,
             };
             let stop = cancel.as_ref().map(CancelSlot::cancel);
-            let report =
-                quorum::acquire(n, connect, timer, key, token, &opts, &random, wake, stop).await?;
+            let report = quorum::acquire(
+                n,
+                connect,
+                timer,
+                key,
+                token,
+                &opts,
+                &options::random,
+                wake,
+                stop,
+            )
+            .await?;
             if let (true, Some(w)) = (report.granted, watch) {
                 let renewal = quorum::Kept {
                     servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
@@ -188,7 +152,7 @@ where
                     token: token.to_string(),
                 };
                 let (ttl, sent) = (opts.ttl_ms, report.started);
-                let until = report.valid_until(ttl);
+                let until = report.valid_until(ttl, quorum::DRIFT_FACTOR);
                 hold::keep(
                     rt()?,
                     renewal,
@@ -203,8 +167,8 @@ where
         }
         LockOp::Extend => {
             let ms = limits::extension_from_number(num(Slot::Time))?;
-            let within = server_timeout(num(Slot::ServerTimeoutMs), ms, &targets)?;
-            let kept = match Flag::Keep.in_bits(bits(num(Slot::Flags))?) {
+            let within = options::server_timeout(num(Slot::ServerTimeoutMs), ms, &targets)?;
+            let kept = match Flag::Keep.in_bits(options::flags(nums)?) {
                 true => Some(held(&targets, key, token)?),
                 false => None,
             };
@@ -212,7 +176,7 @@ where
             let judge = |outcome: &Result<Report>| match outcome {
                 Ok(r) if r.granted => Extension::Confirmed {
                     lease_ms: ms,
-                    until: r.valid_until(ms),
+                    until: r.valid_until(ms, quorum::DRIFT_FACTOR),
                 },
                 Ok(_) => Extension::Lost,
                 Err(_) => Extension::Unknown,
@@ -221,15 +185,15 @@ where
         }
         LockOp::Release => {
             let ttl = limits::positive_int(num(Slot::Time)).unwrap_or(10_000);
-            let within = server_timeout(num(Slot::ServerTimeoutMs), ttl, &targets)?;
-            let flags = bits(num(Slot::Flags))?;
+            let within = options::server_timeout(num(Slot::ServerTimeoutMs), ttl, &targets)?;
+            let flags = options::flags(nums)?;
             let kept = match Flag::Keep.in_bits(flags) {
                 true => Some(held(&targets, key, token)?),
                 false => None,
             };
             let announce = Flag::Wake
                 .in_bits(flags)
-                .then(|| channel(key))
+                .then(|| release_channel(key))
                 .transpose()?;
             let release =
                 quorum::release(n, connect, timer, key, token, within, announce.as_deref());
@@ -249,36 +213,5 @@ where
             ))
         }
     };
-    Ok(Reply::With(Value::Report(encode(&report, step))))
-}
-
-/// The report as JavaScript reads it (lib/redislock/quorum.js).
-pub(crate) fn encode(report: &Report, step: Step) -> QuorumReport {
-    let votes = |outcomes: &[Outcome]| {
-        outcomes
-            .iter()
-            .map(|o| ServerVote {
-                outcome: o.name(step).to_string(),
-                error: o.message().map(str::to_string),
-            })
-            .collect::<Vec<_>>()
-    };
-    QuorumReport {
-        granted: report.granted,
-        validity_ms: report.validity_ms as f64,
-        attempts: report.attempts as f64,
-        quorum: u32::try_from(quorum::majority(report.outcomes.len())).unwrap_or(u32::MAX),
-        servers: votes(&report.outcomes),
-        rounds: report.rounds.iter().map(|r| votes(r)).collect(),
-        failures: report
-            .failures
-            .iter()
-            .map(|(i, o)| ServerFailure {
-                server: u32::try_from(*i).unwrap_or(u32::MAX),
-                outcome: o.name(step).to_string(),
-                error: o.message().map(str::to_string),
-            })
-            .collect(),
-        age_ms: report.started.elapsed().as_secs_f64() * 1000.0,
-    }
+    Ok(Reply::With(Value::Report(QuorumReport::of(&report, step))))
 }

@@ -6,26 +6,25 @@ use std::any::TypeId;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::hold::{self, Extension};
 use crate::keeper::Held;
-use crate::limits;
-use crate::locks::quorum::{majority, Outcome, Report, Settle, Step};
+use crate::locks::fanout::{majority, Outcome, Report, Settle, Step};
+use crate::locks::keys::release_channel;
 use crate::locks::redlock::{self, RedlockOptions, Resources};
-use crate::locks::token::{self, AcquireOptions};
+use crate::locks::token;
 use crate::node::cancels::acquire_slot;
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch_of;
 use crate::node::loaded;
-use crate::node::ops::quorum::{channel, encode, jitter, random, server_timeout};
+use crate::node::options;
 use crate::node::runtime::rt;
 use crate::node::scripts::scripts;
 use crate::node::targets::{targets, Target};
 use crate::node::wake::{poke, wake_source, wakeups};
 use crate::node::wire::codes::{Flag, LockOp};
-use crate::node::wire::done::{QuorumGrant, Reply, Value};
+use crate::node::wire::done::{QuorumGrant, QuorumReport, Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
 use crate::transport::lua::noscripts_seen;
 use crate::waiting::retry::Retries;
@@ -67,8 +66,7 @@ pub(crate) fn redlock<E: Engine>(
             keys: &keys,
             value: &value,
         };
-        let flags = limits::whole_u32(nums.get(Slot::Flags))
-            .ok_or_else(|| Error::InvalidArgument("invalid lock operation arguments".into()))?;
+        let flags = options::flags(&nums)?;
         // With KEEP the lease keeper renews the lock until it is released;
         // the keeper knows it by its first key and value on the first server.
         let keep = Flag::Keep.in_bits(flags);
@@ -78,7 +76,7 @@ pub(crate) fn redlock<E: Engine>(
         let channels = match Flag::Wake.in_bits(flags) {
             true => keys
                 .iter()
-                .map(|k| channel(k))
+                .map(|k| release_channel(k))
                 .collect::<Result<Vec<_>>>()?,
             false => Vec::new(),
         };
@@ -107,17 +105,13 @@ pub(crate) fn redlock<E: Engine>(
         };
         let (report, step) = match op {
             LockOp::Acquire | LockOp::Extend => {
-                let base = AcquireOptions::from_numbers(
-                    nums.get(Slot::Time),
-                    nums.get(Slot::Retries),
-                    nums.get(Slot::Delay),
-                )?;
+                let base = options::acquire(&nums)?;
                 let opts = RedlockOptions {
                     ttl_ms: base.ttl_ms,
                     retries: base.retries,
                     delay: base.delay,
-                    jitter: jitter(nums.get(Slot::JitterMs))?,
-                    server_timeout: server_timeout(
+                    jitter: options::jitter(&nums)?,
+                    server_timeout: options::server_timeout(
                         nums.get(Slot::ServerTimeoutMs),
                         base.ttl_ms,
                         &targets,
@@ -125,11 +119,7 @@ pub(crate) fn redlock<E: Engine>(
                     drift_factor: nums.get(Slot::DriftFactor),
                     give_back_always: Flag::GiveBack.in_bits(flags),
                 };
-                let valid_until = |r: &Report| {
-                    let drift = redlock::drift_ms(opts.ttl_ms, opts.drift_factor);
-                    let ms = (opts.ttl_ms.min(limits::MAX_MS) as i64 - drift).max(0) as u64;
-                    r.started + Duration::from_millis(ms)
-                };
+                let valid_until = |r: &Report| r.valid_until(opts.ttl_ms, opts.drift_factor);
                 match op {
                     LockOp::Acquire => {
                         let stop = cancel.as_ref().map(|c| c.cancel());
@@ -173,7 +163,16 @@ pub(crate) fn redlock<E: Engine>(
                             false => Settle::AllServers,
                         };
                         let r = redlock::acquire(
-                            n, connect, timer, &scripts, res, &opts, &random, listen, stop, settle,
+                            n,
+                            connect,
+                            timer,
+                            &scripts,
+                            res,
+                            &opts,
+                            &options::random,
+                            listen,
+                            stop,
+                            settle,
                         )
                         .await?;
                         // Where the lock script ran (it answered), it is
@@ -200,8 +199,15 @@ pub(crate) fn redlock<E: Engine>(
                         (r, Step::Acquire)
                     }
                     _ => {
-                        let extend =
-                            redlock::extend(n, connect, timer, &scripts, res, &opts, &random);
+                        let extend = redlock::extend(
+                            n,
+                            connect,
+                            timer,
+                            &scripts,
+                            res,
+                            &opts,
+                            &options::random,
+                        );
                         // Not extended, for whatever reason: not vouched for.
                         let judge = |outcome: &Result<Report>| match outcome {
                             Ok(r) if r.granted => Extension::Confirmed {
@@ -217,17 +223,16 @@ pub(crate) fn redlock<E: Engine>(
             LockOp::Release => {
                 let ttl = crate::limits::positive_int(nums.get(Slot::Time)).unwrap_or(10_000);
                 // A release has no TTL of its own: 1 ms stands in (unused).
-                let schedule = AcquireOptions::from_numbers(
-                    1.0,
-                    nums.get(Slot::Retries),
-                    nums.get(Slot::Delay),
-                )?;
                 let opts = RedlockOptions {
                     ttl_ms: 1,
-                    retries: schedule.retries,
-                    delay: schedule.delay,
-                    jitter: jitter(nums.get(Slot::JitterMs))?,
-                    server_timeout: server_timeout(nums.get(Slot::ServerTimeoutMs), ttl, &targets)?,
+                    retries: options::retries(nums.get(Slot::Retries))?,
+                    delay: options::delay(nums.get(Slot::Delay))?,
+                    jitter: options::jitter(&nums)?,
+                    server_timeout: options::server_timeout(
+                        nums.get(Slot::ServerTimeoutMs),
+                        ttl,
+                        &targets,
+                    )?,
                     drift_factor: 0.0,
                     give_back_always: false,
                 };
@@ -244,8 +249,16 @@ pub(crate) fn redlock<E: Engine>(
                     })
                     .collect();
                 let announce = wake.then_some(&announce[..]);
-                let release =
-                    redlock::release(n, connect, timer, &scripts, res, &opts, &random, announce);
+                let release = redlock::release(
+                    n,
+                    connect,
+                    timer,
+                    &scripts,
+                    res,
+                    &opts,
+                    &options::random,
+                    announce,
+                );
                 // Waiters of this process need not wait for Redis's word.
                 let wake = || {
                     for (t, s) in targets.iter().zip(&sources) {
@@ -263,7 +276,7 @@ pub(crate) fn redlock<E: Engine>(
             }
         };
         if Flag::Votes.in_bits(flags) {
-            return Ok(Reply::With(Value::Report(encode(&report, step))));
+            return Ok(Reply::With(Value::Report(QuorumReport::of(&report, step))));
         }
         // Without the votes asked for, what went well everywhere answers
         // small (a JavaScript object costs more than the rest of the reply):
@@ -281,7 +294,7 @@ pub(crate) fn redlock<E: Engine>(
             (false, _) => {
                 let mut report = report;
                 report.rounds.clear();
-                Reply::With(Value::Report(encode(&report, step)))
+                Reply::With(Value::Report(QuorumReport::of(&report, step)))
             }
         })
     }

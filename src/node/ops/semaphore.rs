@@ -11,12 +11,13 @@ use crate::error::{Error, Result};
 use crate::hold;
 use crate::keeper::Held;
 use crate::limits;
-use crate::locks::quorum::majority;
+use crate::locks::fanout::majority;
+use crate::locks::keys::release_channel;
 use crate::locks::semaphore::{self, Announce, Holder, Kind, Quorum, Refreshed, Waiting};
 use crate::node::cancels::cancel_slot_of;
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch_of;
-use crate::node::ops::quorum::{channel, server_timeout};
+use crate::node::options;
 use crate::node::runtime::rt;
 use crate::node::targets::{target, targets, Target};
 use crate::node::wake::{poke, wake_source, wakeups};
@@ -24,12 +25,6 @@ use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::Reply;
 use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::wakeups::Source;
-
-fn int_u32(x: f64, what: &str) -> Result<u32> {
-    limits::whole_u32(x).ok_or_else(|| {
-        Error::InvalidArgument(format!("Invalid {what} {x}: expected a whole number"))
-    })
-}
 
 /// The command that announces on a channel of `source`.
 fn publish(source: Source) -> &'static str {
@@ -77,14 +72,13 @@ struct Parsed {
 
 fn parse(nums: &Nums, key: &str) -> Result<Parsed> {
     let kind = Kind::new(
-        int_u32(nums.get(Slot::Limit), "limit")?,
-        int_u32(nums.get(Slot::Permits), "permits")?,
+        options::count(nums.get(Slot::Limit), "limit")?,
+        options::count(nums.get(Slot::Permits), "permits")?,
     )?;
-    let ttl_ms = limits::positive_int(nums.get(Slot::Time))
-        .ok_or_else(|| limits::invalid_timeout(nums.get(Slot::Time)))?;
-    let flags = int_u32(nums.get(Slot::Flags), "flags")?;
+    let ttl_ms = options::lease_ms(nums.get(Slot::Time))?;
+    let flags = options::flags(nums)?;
     let channel = match Flag::Wake.in_bits(flags) {
-        true => Some(channel(key)?),
+        true => Some(release_channel(key)?),
         false => None,
     };
     Ok(Parsed {
@@ -264,7 +258,7 @@ pub(crate) fn semaphores<E: Engine>(
         let targets = targets(&endpoints)?;
         let routes = E::shared_all(&endpoints)?;
         let connect = |i: usize| E::connect(&routes[i]);
-        let within = server_timeout(nums.get(Slot::ServerTimeoutMs), ttl_ms, &targets)?;
+        let within = options::server_timeout(nums.get(Slot::ServerTimeoutMs), ttl_ms, &targets)?;
         let q = Quorum {
             n: targets.len(),
             connect: &connect,

@@ -4,8 +4,9 @@
 
 use crate::error::Result;
 use crate::limits;
-use crate::locks::token::{self, AcquireOptions, Grant};
+use crate::locks::token::{self, Grant};
 use crate::node::engine::contract::Engine;
+use crate::node::options;
 
 /// Takes `key` for `token` (see `token::acquire`): when held, how many
 /// attempts it took.
@@ -17,7 +18,7 @@ pub(crate) async fn acquire<E: Engine>(
     retries: f64,
     delay: f64,
 ) -> Result<Option<u64>> {
-    let opts = AcquireOptions::from_numbers(ttl, retries, delay)?;
+    let opts = options::acquire_of(ttl, retries, delay)?;
     let route = E::shared(endpoint)?;
     let mut c = E::connect(&route).await?;
     let granted = token::acquire_with(&mut c, E::timer(), &key, &token, &opts, Grant::default());

@@ -11,6 +11,7 @@ use napi::sys;
 use napi_derive::napi;
 
 use crate::error::{Error as CoreError, Result};
+use crate::locks::fanout::{self, majority, Report, Step};
 use crate::node::wire::error::js_error;
 
 /// How an operation ended; the binding exports the table for
@@ -140,6 +141,40 @@ impl QuorumGrant {
         let whole = v.fract() == 0.0 && a.fract() == 0.0;
         let fits = (0.0..2_147_483_648.0).contains(&v) && a >= 0.0 && a < f64::from(GRANT_SPAN);
         (self.granted && whole && fits).then(|| v * f64::from(GRANT_SPAN) + a)
+    }
+}
+
+impl QuorumReport {
+    /// `report` as JavaScript reads it (lib/redislock/quorum.js,
+    /// lib/redlock/).
+    pub(crate) fn of(report: &Report, step: Step) -> QuorumReport {
+        let votes = |outcomes: &[fanout::Outcome]| {
+            outcomes
+                .iter()
+                .map(|o| ServerVote {
+                    outcome: o.name(step).to_string(),
+                    error: o.message().map(str::to_string),
+                })
+                .collect::<Vec<_>>()
+        };
+        QuorumReport {
+            granted: report.granted,
+            validity_ms: report.validity_ms as f64,
+            attempts: report.attempts as f64,
+            quorum: u32::try_from(majority(report.outcomes.len())).unwrap_or(u32::MAX),
+            servers: votes(&report.outcomes),
+            rounds: report.rounds.iter().map(|r| votes(r)).collect(),
+            failures: report
+                .failures
+                .iter()
+                .map(|(i, o)| ServerFailure {
+                    server: u32::try_from(*i).unwrap_or(u32::MAX),
+                    outcome: o.name(step).to_string(),
+                    error: o.message().map(str::to_string),
+                })
+                .collect(),
+            age_ms: report.started.elapsed().as_secs_f64() * 1000.0,
+        }
     }
 }
 
