@@ -134,3 +134,77 @@ impl Batch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Queues `n` commands on an open connection: how many asked to be written at once.
+    fn queue(b: &mut Batch, n: usize) -> usize {
+        (0..n).filter(|_| b.queued(true).write_now).count()
+    }
+
+    #[test]
+    fn one_flush_per_turn_and_a_lone_caller_goes_out_at_once() {
+        let mut b = Batch::new();
+        let q = b.queued(true);
+        assert!(
+            q.flush_at_turn_end && q.write_now,
+            "a lone caller's command"
+        );
+        b.writing();
+        assert!(!b.queued(true).flush_at_turn_end, "one flush per turn");
+        b.end_turn();
+        assert!(b.queued(true).flush_at_turn_end, "a new turn flushes again");
+        assert!(
+            !b.queued(false).write_now,
+            "nothing is written on a closed connection"
+        );
+    }
+
+    #[test]
+    fn a_busy_connection_writes_in_quarters_of_the_last_turn() {
+        let mut b = Batch::new();
+        queue(&mut b, 40);
+        b.writing();
+        b.end_turn();
+        // 40 last turn: early writes every 10 commands.
+        let mut early = 0;
+        for _ in 0..40 {
+            if b.queued(true).write_now {
+                early += 1;
+                b.writing();
+            }
+        }
+        assert_eq!(early, 4);
+        assert_eq!(early_after(0), EARLY_MIN);
+        assert_eq!(early_after(400), 100);
+    }
+
+    #[test]
+    fn compaction_drops_what_was_written() {
+        let mut b = Batch::new();
+        b.out().extend_from_slice(&[1; 100]);
+        *b.parts().1 = 30;
+        b.compact();
+        assert!(b.has_unwritten(), "less than half written: kept as is");
+        assert_eq!(b.parts().0.len(), 100);
+        *b.parts().1 = 60;
+        b.compact();
+        assert_eq!(
+            (b.parts().0.len(), *b.parts().1),
+            (40, 0),
+            "the written front dropped"
+        );
+        *b.parts().1 = 40;
+        b.compact();
+        assert!(!b.has_unwritten() && b.parts().0.is_empty());
+        b.out().resize(SHRINK_ABOVE + 1, 0);
+        *b.parts().1 = SHRINK_ABOVE + 1;
+        b.compact();
+        assert!(
+            b.capacity() < SHRINK_ABOVE,
+            "a spike's buffer is given back"
+        );
+    }
+}

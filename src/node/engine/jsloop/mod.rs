@@ -16,6 +16,7 @@ mod reactor;
 mod tls;
 mod transport;
 mod uv;
+mod wheel;
 
 use std::cell::RefCell;
 use std::ptr;

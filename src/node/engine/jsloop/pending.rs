@@ -115,3 +115,66 @@ impl Queue {
         self.items.drain(..).filter_map(|p| p.tx).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn replies_go_to_their_slots_in_order_and_handshakes_lead() {
+        let t0 = Instant::now();
+        let mut q = Queue::default();
+        q.push_handshake(t0 + ms(100));
+        let mut first = q.push(t0 + ms(10));
+        let mut second = q.push(t0 + ms(20));
+        assert!(!q.handshake_done() && !q.idle());
+        let hs = q.pop().expect("the handshake's reply");
+        assert!(hs.handshake && hs.tx.is_none() && q.handshake_done());
+        let tx = q
+            .pop()
+            .and_then(|p| p.tx)
+            .expect("the first command's slot");
+        let _ = tx.send(Ok(Value::Int(1)));
+        assert!(matches!(first.try_recv(), Ok(Ok(Value::Int(1)))));
+        assert!(
+            second.try_recv().is_err(),
+            "the second slot is still waiting"
+        );
+        assert!(!q.is_empty());
+    }
+
+    #[test]
+    fn deadlines_expire_oldest_first_and_the_slots_stay_for_late_replies() {
+        let t0 = Instant::now();
+        let mut q = Queue::default();
+        let _a = q.push(t0 + ms(10));
+        let _b = q.push(t0 + ms(20));
+        let _c = q.push(t0 + ms(30));
+        assert_eq!(q.next_deadline(), Some(t0 + ms(10)));
+        assert_eq!(q.expire(t0 + ms(20)).len(), 2);
+        assert_eq!(q.next_deadline(), Some(t0 + ms(30)), "the next waiting one");
+        assert!(!q.idle());
+        assert_eq!(q.expire(t0 + ms(30)).len(), 1);
+        assert!(
+            q.idle() && !q.is_empty(),
+            "three replies still to come, nobody waits"
+        );
+        assert_eq!(q.next_deadline(), None);
+        assert!(q.take_waiting().is_empty() && q.is_empty());
+    }
+
+    #[test]
+    fn a_retired_connection_lingers_past_its_last_deadline() {
+        let t0 = Instant::now();
+        let mut q = Queue::default();
+        assert_eq!(q.linger_until(t0, ms(100)), t0 + RETIRED_LINGER);
+        let _a = q.push(t0 + ms(50));
+        assert_eq!(q.linger_until(t0, ms(100)), t0 + ms(50) + RETIRED_LINGER);
+        assert_eq!(q.linger_until(t0, ms(1000)), t0 + ms(50) + ms(5000));
+        assert_eq!(q.take_waiting().len(), 1);
+    }
+}

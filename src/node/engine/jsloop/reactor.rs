@@ -5,7 +5,8 @@
 //! - an executor: operation futures are polled on this thread, first at
 //!   submission (so their command is buffered during the JavaScript call)
 //!   and then whenever a reply, a timer or an off-thread wake-up arrives;
-//! - a timer wheel behind one libuv timer: retry delays and reply deadlines;
+//! - a timer wheel (wheel.rs) behind one libuv timer: retry delays and
+//!   reply deadlines;
 //! - the connections, one per endpoint, each a socket polled by a
 //!   `uv_poll_t`, held as [`Polled`] (conn.rs implements it);
 //! - a prepare hook that writes what was buffered during a JavaScript turn
@@ -21,7 +22,7 @@
 //! ref'd: liveness while operations are pending is JavaScript's job.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::future::Future;
 use std::pin::Pin;
@@ -35,6 +36,7 @@ use futures_util::FutureExt;
 
 use super::lookups::Lookups;
 use super::uv::{self, Handle, Loop, Uv};
+use super::wheel::{Key, Wheel};
 use crate::node::wire::done::{settled, Done};
 use crate::transport::endpoint::Endpoint;
 
@@ -175,11 +177,8 @@ pub(crate) struct Engine {
     /// Live tasks by id, each with its waker (made once per task).
     tasks: RefCell<Vec<Option<(Task, Waker)>>>,
     free_ids: RefCell<Vec<u32>>,
-    /// Timers by (deadline, sequence number): removable, so a pause that is
-    /// abandoned (woken early, cancelled) leaves nothing behind.
-    wheel: RefCell<BTreeMap<(Instant, u64), Due>>,
-    armed: Cell<Option<Instant>>,
-    seq: Cell<u64>,
+    /// Retry delays and reply deadlines, behind `timer` (wheel.rs).
+    wheel: Wheel<Due>,
     pub(crate) conns: RefCell<IdMap<u64, Rc<dyn Polled>>>,
     /// The connection new operations on an endpoint (by id) use.
     pub(crate) current: RefCell<IdMap<u32, u64>>,
@@ -250,9 +249,7 @@ pub(crate) fn start(lp: *mut Loop) -> Result<Rc<Engine>, String> {
         remote,
         tasks: RefCell::new(Vec::new()),
         free_ids: RefCell::new(Vec::new()),
-        wheel: RefCell::new(BTreeMap::new()),
-        armed: Cell::new(None),
-        seq: Cell::new(0),
+        wheel: Wheel::new(),
         conns: RefCell::new(IdMap::default()),
         current: RefCell::new(IdMap::default()),
         endpoints: RefCell::new(Vec::new()),
@@ -359,7 +356,7 @@ impl Engine {
         // is already gone from the thread-local, so they find nothing.
         let tasks = std::mem::take(&mut *self.tasks.borrow_mut());
         drop(tasks);
-        self.wheel.borrow_mut().clear();
+        self.wheel.clear();
         // SAFETY: the three handles were created in `start`, are live, and
         // are closed here exactly once (the engine is no longer reachable).
         unsafe {
@@ -502,29 +499,25 @@ impl Engine {
     }
 
     /// Schedules `due` at `at` on the wheel; the key removes it (`unschedule`).
-    pub(crate) fn at(&self, at: Instant, due: Due) -> (Instant, u64) {
-        let seq = self.seq.get();
-        self.seq.set(seq + 1);
-        self.wheel.borrow_mut().insert((at, seq), due);
-        if self.armed.get().is_none_or(|armed| at < armed) {
+    pub(crate) fn at(&self, at: Instant, due: Due) -> Key {
+        let (key, arm) = self.wheel.schedule(at, due);
+        if let Some(at) = arm {
             self.arm(at);
         }
-        (at, seq)
+        key
     }
 
     /// Takes an entry off the wheel (its timer stays armed and, if it was
     /// the earliest, fires once with nothing to do).
-    fn unschedule(&self, key: (Instant, u64)) {
-        if let Ok(mut wheel) = self.wheel.try_borrow_mut() {
-            wheel.remove(&key);
-        }
+    fn unschedule(&self, key: Key) {
+        self.wheel.remove(key);
     }
 
     /// What the engine holds now, for tests and diagnostics.
     pub(crate) fn stats(&self) -> Stats {
         let conns = self.conns.borrow();
         Stats {
-            timers: self.wheel.borrow().len(),
+            timers: self.wheel.len(),
             tasks: self.tasks.borrow().iter().filter(|t| t.is_some()).count(),
             connections: conns.len(),
             buffered: conns.values().map(|c| c.buffered()).sum(),
@@ -537,23 +530,14 @@ impl Engine {
         // libuv counts whole milliseconds; round up so a timer never fires
         // before its deadline.
         let ms = wait.as_nanos().div_ceil(1_000_000) as u64;
-        self.armed.set(Some(at));
         // SAFETY: `timer` is live until shut-down.
         unsafe { self.uv.timer_start(self.timer, on_timer, ms) };
     }
 
     fn fire_due(&self) {
         let now = Instant::now();
-        self.armed.set(None);
-        loop {
-            let next = {
-                let mut wheel = self.wheel.borrow_mut();
-                match wheel.first_key_value() {
-                    Some((&(at, _), _)) if at <= now => wheel.pop_first(),
-                    _ => None,
-                }
-            };
-            let Some((_, due)) = next else { break };
+        self.wheel.fired();
+        while let Some(due) = self.wheel.pop_due(now) {
             match due {
                 Due::Wake(waker) => waker.wake(),
                 Due::Check(id) => {
@@ -564,12 +548,7 @@ impl Engine {
                 }
             }
         }
-        let next = self
-            .wheel
-            .borrow()
-            .first_key_value()
-            .map(|(&(at, _), _)| at);
-        if let Some(at) = next {
+        if let Some(at) = self.wheel.rearm() {
             self.arm(at);
         }
     }
@@ -649,7 +628,7 @@ impl crate::waiting::timer::Timer for LoopTimer {
 struct Sleep {
     at: Instant,
     /// Its wheel entry, once scheduled.
-    scheduled: Option<(Instant, u64)>,
+    scheduled: Option<Key>,
 }
 
 impl Future for Sleep {
