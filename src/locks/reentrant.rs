@@ -30,7 +30,7 @@ use redis::Value;
 use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, is_positive_ms, not_positive_ms};
 use crate::locks::renewal::{Lost, Renewal};
-use crate::locks::resend::{resent, Resend};
+use crate::locks::resend::{eval_retrying, query_retrying, resent, Resend};
 use crate::locks::{fair, rwlock};
 use crate::transport::connection::SharedConnection;
 use crate::transport::lua::Lua;
@@ -231,56 +231,6 @@ fn scripts() -> &'static Scripts {
     })
 }
 
-/// Runs `lua` on `keys` and `args` (see [`Lua::eval`]).
-pub(crate) async fn eval<C: ConnectionLike>(
-    conn: &mut C,
-    lua: &Lua,
-    keys: &[&str],
-    args: &[&[u8]],
-) -> redis::RedisResult<Value> {
-    let bytes = keys.iter().map(|k| k.len()).sum::<usize>()
-        + args.iter().map(|a| a.len()).sum::<usize>()
-        + 16;
-    lua.eval(conn, (1 + keys.len() + args.len(), bytes), |cmd| {
-        cmd.arg(keys.len());
-        for k in keys {
-            cmd.arg(*k);
-        }
-        for a in args {
-            cmd.arg(*a);
-        }
-    })
-    .await
-}
-
-/// Runs `lua`, once more on a fresh connection if the first try broke: for
-/// scripts that only read, or whose second run changes nothing the first
-/// did not.
-pub(crate) async fn eval_retrying<C: ConnectionLike>(
-    conn: &mut C,
-    lua: &Lua,
-    keys: &[&str],
-    args: &[&[u8]],
-) -> Result<Value> {
-    match eval(conn, lua, keys, args).await.map_err(Error::from) {
-        Err(Error::Connection(_)) => Ok(eval(conn, lua, keys, args).await?),
-        other => other,
-    }
-}
-
-/// Sends `cmd`, once more if the connection broke under the first try:
-/// for commands that only read.
-pub(crate) async fn query_retrying<C, T>(conn: &mut C, cmd: &redis::Cmd) -> Result<T>
-where
-    C: ConnectionLike,
-    T: redis::FromRedisValue,
-{
-    match cmd.query_async(conn).await.map_err(Error::from) {
-        Err(Error::Connection(_)) => Ok(cmd.query_async(conn).await?),
-        other => other,
-    }
-}
-
 fn integer(v: &Value, what: &str) -> Result<i64> {
     match v {
         Value::Int(n) => Ok(*n),
@@ -350,16 +300,19 @@ async fn attempt_eval<C: ConnectionLike>(
     let s = scripts();
     let (lease, by) = (lease.as_bytes(), field.as_bytes());
     match flavor {
-        Flavor::Plain => eval(conn, &s.try_lock, &[name], &[lease, by]).await,
+        Flavor::Plain => s.try_lock.run(conn, &[name], &[lease, by]).await,
         Flavor::Read => {
             let timeouts = rwlock::timeout_prefix(name, field);
             let write = rwlock::write_field(field);
             let args: [&[u8]; 3] = [lease, by, write.as_bytes()];
-            eval(conn, &s.read.attempt, &[name, &timeouts], &args).await
+            s.read.attempt.run(conn, &[name, &timeouts], &args).await
         }
         Flavor::Write => {
             let write = rwlock::write_field(field);
-            eval(conn, &s.write.attempt, &[name], &[lease, write.as_bytes()]).await
+            s.write
+                .attempt
+                .run(conn, &[name], &[lease, write.as_bytes()])
+                .await
         }
         Flavor::Fair { waiter_timeout_ms } => {
             let (queue, timeouts) = (fair::queue_name(name), fair::timeouts_name(name));
@@ -368,11 +321,11 @@ async fn attempt_eval<C: ConnectionLike>(
             match waiting {
                 true => {
                     let args: [&[u8]; 4] = [lease, by, wait.as_bytes(), now.as_bytes()];
-                    eval(conn, &s.fair.attempt, &keys, &args).await
+                    s.fair.attempt.run(conn, &keys, &args).await
                 }
                 false => {
                     let args: [&[u8]; 4] = [lease, by, now.as_bytes(), wait.as_bytes()];
-                    eval(conn, &s.fair_once, &keys, &args).await
+                    s.fair_once.run(conn, &keys, &args).await
                 }
             }
         }
@@ -626,23 +579,26 @@ impl<'a> UnlockCall<'a> {
             Flavor::Plain => {
                 let args: [&[u8]; 4] = [unlocked, lease, field, latch];
                 let keys = [k.name, k.channel, k.latch];
-                eval(conn, &s.unlock[k.adapter.index()], &keys, &args).await
+                s.unlock[k.adapter.index()].run(conn, &keys, &args).await
             }
             Flavor::Read => {
                 let args: [&[u8]; 4] = [unlocked, field, publish, latch];
                 let keys = [k.name, k.channel, &self.extra[0], &self.extra[1], k.latch];
-                eval(conn, &s.read.unlock, &keys, &args).await
+                s.read.unlock.run(conn, &keys, &args).await
             }
             Flavor::Write => {
                 let released = rwlock::WRITE_RELEASED.as_bytes();
                 let args: [&[u8]; 5] = [released, lease, field, publish, latch];
-                eval(conn, &s.write.unlock, &[k.name, k.channel, k.latch], &args).await
+                s.write
+                    .unlock
+                    .run(conn, &[k.name, k.channel, k.latch], &args)
+                    .await
             }
             Flavor::Fair { .. } => {
                 let now = self.now.as_bytes();
                 let args: [&[u8]; 6] = [unlocked, lease, field, now, publish, latch];
                 let keys = [k.name, &self.extra[0], &self.extra[1], k.channel, k.latch];
-                eval(conn, &s.fair.unlock, &keys, &args).await
+                s.fair.unlock.run(conn, &keys, &args).await
             }
         }
     }
@@ -753,10 +709,10 @@ pub async fn force_unlock<C: ConnectionLike>(
         }
     };
     let deleted = |v: Value| integer(&v, "the force-unlock script");
-    match eval(conn, lua, &keys, &args).await.map_err(Error::from) {
+    match lua.run(conn, &keys, &args).await.map_err(Error::from) {
         // A first try that deleted the lock leaves a resend nothing to delete.
         Err(broken @ Error::Connection(_)) => {
-            let again = eval(conn, lua, &keys, &args).await.map_err(Error::from);
+            let again = lua.run(conn, &keys, &args).await.map_err(Error::from);
             resent(broken, again.and_then(deleted), Resend::Removes)
         }
         reply => Ok(deleted(reply?)? == 1),

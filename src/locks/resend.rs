@@ -1,9 +1,43 @@
-//! What a compare-and-act command (a release, an extend, a renewal) sent
-//! again after the connection broke under its first try may conclude: the
-//! first try may have run before its reply was lost. Shared by every lock
-//! kind whose scripts compare a token and act.
+//! Commands sent again after the connection broke under their first try:
+//! reads and scripts whose second run changes nothing the first did not
+//! ([`eval_retrying`], [`query_retrying`]), and what a compare-and-act
+//! command (a release, an extend, a renewal) sent again may conclude
+//! ([`resent`]): the first try may have run before its reply was lost.
+//! Shared by every lock kind.
+
+use redis::aio::ConnectionLike;
+use redis::Value;
 
 use crate::error::{Error, Result};
+use crate::transport::lua::Lua;
+
+/// Runs `lua` (see [`Lua::run`]), once more if the connection broke under
+/// the first try: for scripts that only read, or whose second run changes
+/// nothing the first did not.
+pub(crate) async fn eval_retrying<C: ConnectionLike>(
+    conn: &mut C,
+    lua: &Lua,
+    keys: &[&str],
+    args: &[&[u8]],
+) -> Result<Value> {
+    match lua.run(conn, keys, args).await.map_err(Error::from) {
+        Err(Error::Connection(_)) => Ok(lua.run(conn, keys, args).await?),
+        other => other,
+    }
+}
+
+/// Sends `cmd`, once more if the connection broke under the first try:
+/// for commands that only read.
+pub(crate) async fn query_retrying<C, T>(conn: &mut C, cmd: &redis::Cmd) -> Result<T>
+where
+    C: ConnectionLike,
+    T: redis::FromRedisValue,
+{
+    match cmd.query_async(conn).await.map_err(Error::from) {
+        Err(Error::Connection(_)) => Ok(cmd.query_async(conn).await?),
+        other => other,
+    }
+}
 
 /// What a compare-and-act command's first try did to the key, if it ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -30,7 +30,8 @@ use redis::aio::ConnectionLike;
 use redis::Value;
 
 use crate::error::{Error, Result};
-use crate::locks::reentrant::{eval, eval_retrying, query_retrying, Wait};
+use crate::locks::reentrant::Wait;
+use crate::locks::resend::{eval_retrying, query_retrying};
 use crate::transport::lua::Lua;
 use crate::waiting::retry::{retry, Attempt};
 use crate::waiting::timer::{self, Timer};
@@ -387,7 +388,7 @@ async fn once<C: ConnectionLike>(
     keys: &[&str],
     args: &[&[u8]],
 ) -> Result<Value> {
-    Ok(eval(conn, lua, keys, args).await?)
+    Ok(lua.run(conn, keys, args).await?)
 }
 
 /// `lua` on `[name, channel]` with `[n, 'publish']`, sent once: the shape
@@ -561,7 +562,7 @@ pub async fn try_acquire_permit<C: ConnectionLike>(
         id,
     ];
     let lua = &scripts().pes_try_acquire;
-    let v = match eval(conn, lua, &keys, &args).await.map_err(Error::from) {
+    let v = match lua.run(conn, &keys, &args).await.map_err(Error::from) {
         // The first try may have landed: its id would be in the set.
         Err(Error::Connection(_)) => {
             let score: Option<f64> = redis::cmd("ZSCORE")
@@ -572,7 +573,7 @@ pub async fn try_acquire_permit<C: ConnectionLike>(
             if score.is_some() {
                 return Ok(PermitAttempt::Granted);
             }
-            eval(conn, lua, &keys, &args).await?
+            lua.run(conn, &keys, &args).await?
         }
         other => other?,
     };

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use redis::aio::ConnectionLike;
-use redis::{Cmd, ErrorKind, FromRedisValue, Script, ServerErrorKind};
+use redis::{Cmd, ErrorKind, FromRedisValue, Script, ServerErrorKind, Value};
 
 /// NOSCRIPT answers seen so far, by any script on any connection: a record
 /// that a server has a script (src/node/loaded.rs) holds only while this
@@ -63,5 +63,28 @@ impl Lua {
             }
             other => other,
         }
+    }
+
+    /// Runs the script on `keys` and `args` (as [`Lua::eval`]: numkeys, the
+    /// keys, the arguments), its reply as Redis gave it.
+    pub async fn run<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        keys: &[&str],
+        args: &[&[u8]],
+    ) -> redis::RedisResult<Value> {
+        let bytes = keys.iter().map(|k| k.len()).sum::<usize>()
+            + args.iter().map(|a| a.len()).sum::<usize>()
+            + 16;
+        self.eval(conn, (1 + keys.len() + args.len(), bytes), |cmd| {
+            cmd.arg(keys.len());
+            for k in keys {
+                cmd.arg(*k);
+            }
+            for a in args {
+                cmd.arg(*a);
+            }
+        })
+        .await
     }
 }
