@@ -1,27 +1,7 @@
-//! Java Redisson's synchronizers on its own data layout (Redisson
-//! 4.7.1-SNAPSHOT, commit 66863978b4a9; docs/redisson-layout.md): RSemaphore
-//! (a counter at the name), RPermitExpirableSemaphore (the counter plus a
-//! sorted set of permit ids scored by their expiry in ms since the epoch)
-//! and RCountDownLatch (a counter at the name).
-//!
-//! The scripts are Redisson's, byte for byte (the Java string literals of
-//! each operation, concatenated), so EVALSHA hashes match a Java process's;
-//! where Redisson passes its publish command as an argument
-//! (`redis.call(ARGV[n], KEYS[k], …)`) this side passes `publish`. Each
-//! function here is one attempt; the waits ([`acquire`],
-//! [`acquire_permit`], [`await_zero`]) are `Attempt`s of the one wait loop
-//! (`waiting::retry`): subscribe after a first failed attempt, attempt again
-//! at once, then sleep until a message on the object's channel, the
-//! attempt's hint or the deadline.
-//!
-//! Writes that are not idempotent (an acquire, a release, a count down) are
-//! sent once, as Redisson sends them (`syncedEvalNoRetry`): a broken
-//! connection under them is reported, never guessed at. Reads are sent again
-//! once. A permit acquire is sent again only after `ZSCORE` shows its id did
-//! not land.
-//!
-//! Written against `ConnectionLike`, a [`Timer`] and [`Wakeups`], so it
-//! runs on either engine.
+//! Java Redisson's RPermitExpirableSemaphore: the counter plus a sorted set
+//! of permit ids scored by their expiry (ms since the epoch), its scripts
+//! byte for byte (RedissonPermitExpirableSemaphore.java), one attempt each,
+//! and the permit acquire's wait (until the earliest expiry at most).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -29,98 +9,18 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::Value;
 
+use super::common::{announced, number, once, wait_for, wall_ms, Names, PUBLISH, SAFETY_NET};
 use crate::error::{Error, Result};
 use crate::locks::reentrant::Wait;
-use crate::locks::resend::{eval_retrying, query_retrying};
+use crate::locks::resend::eval_retrying;
 use crate::transport::lua::Lua;
-use crate::waiting::retry::{retry, Attempt};
-use crate::waiting::timer::{self, Timer};
+use crate::waiting::retry::Attempt;
+use crate::waiting::timer::Timer;
 use crate::waiting::wakeups::Wakeups;
-
-/// What Redisson's `getPublishCommand()` gives on one server, and what
-/// this side always passes (classic pub/sub reaches every node of a
-/// cluster).
-pub const PUBLISH: &str = "publish";
 
 /// RPermitExpirableSemaphore's `nonExpirableTimeout`: the score of a permit
 /// without a lease.
 pub const NON_EXPIRABLE: i64 = 922_337_203_685_477;
-
-/// CountDownLatchPubSub's messages: the count reached zero / was set anew.
-pub const ZERO_COUNT_MESSAGE: &str = "0";
-pub const NEW_COUNT_MESSAGE: &str = "1";
-
-/// The longest sleep of a waiter between attempts when nothing else bounds
-/// it: a safety net against a lost pub/sub message (Redisson has none).
-pub const SAFETY_NET: Duration = Duration::from_millis(1000);
-
-/// RedissonSemaphore.java (line 267).
-pub const SEM_TRY_ACQUIRE: &str = concat!(
-    "local value = redis.call('get', KEYS[1]); ",
-    "if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then ",
-    "local val = redis.call('decrby', KEYS[1], ARGV[1]); ",
-    "return 1; ",
-    "end; ",
-    "return 0;",
-);
-
-/// RedissonSemaphore.java (line 459).
-pub const SEM_RELEASE: &str = concat!(
-    "local value = redis.call('incrby', KEYS[1], ARGV[1]); ",
-    "redis.call(ARGV[2], KEYS[2], value); ",
-);
-
-/// RedissonSemaphore.java (line 485): `releaseIfExists`.
-pub const SEM_RELEASE_IF_EXISTS: &str = concat!(
-    "if redis.call('exists', KEYS[1]) == 0 then ",
-    "return 0 ",
-    "end ",
-    "local value = redis.call('incrby', KEYS[1], ARGV[1]) ",
-    "redis.call(ARGV[2], KEYS[2], value) ",
-    "return 1 ",
-);
-
-/// RedissonSemaphore.java (line 509).
-pub const SEM_DRAIN: &str = concat!(
-    "local value = redis.call('get', KEYS[1]); ",
-    "if (value == false) then ",
-    "return 0; ",
-    "end; ",
-    "redis.call('set', KEYS[1], 0); ",
-    "return value;",
-);
-
-/// RedissonSemaphore.java (line 536).
-pub const TRY_SET_PERMITS: &str = concat!(
-    "local value = redis.call('get', KEYS[1]); ",
-    "if (value == false) then ",
-    "redis.call('set', KEYS[1], ARGV[1]); ",
-    "redis.call(ARGV[2], KEYS[2], ARGV[1]); ",
-    "return 1;",
-    "end;",
-    "return 0;",
-);
-
-/// RedissonSemaphore.java (line 566): `trySetPermits(permits, timeToLive)`.
-pub const TRY_SET_PERMITS_TTL: &str = concat!(
-    "local value = redis.call('get', KEYS[1]); ",
-    "if (value == false) then ",
-    "redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[3]); ",
-    "redis.call(ARGV[2], KEYS[2], ARGV[1]); ",
-    "return 1;",
-    "end;",
-    "return 0;",
-);
-
-/// RedissonSemaphore.java (line 596).
-pub const SEM_ADD_PERMITS: &str = concat!(
-    "local value = redis.call('get', KEYS[1]); ",
-    "if (value == false) then ",
-    "value = 0;",
-    "end;",
-    "redis.call('set', KEYS[1], value + ARGV[1]); ",
-    "redis.call(ARGV[2], KEYS[2], value + ARGV[1]); ",
-);
 
 /// RedissonPermitExpirableSemaphore.java (line 383).
 pub const PES_TRY_ACQUIRE: &str = concat!(
@@ -281,32 +181,7 @@ pub const PES_GET_LEASE_TIME: &str = concat!(
     "return 0;",
 );
 
-/// RedissonCountDownLatch.java (line 255).
-pub const LATCH_COUNT_DOWN: &str = concat!(
-    "local v = redis.call('decr', KEYS[1]);",
-    "if v <= 0 then redis.call('del', KEYS[1]) end;",
-    "if v == 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]) end;",
-);
-
-/// RedissonCountDownLatch.java (line 288).
-pub const LATCH_TRY_SET_COUNT: &str = concat!(
-    "if redis.call('exists', KEYS[1]) == 0 then ",
-    "redis.call('set', KEYS[1], ARGV[2]); ",
-    "redis.call(ARGV[3], KEYS[2], ARGV[1]); ",
-    "return 1 ",
-    "else ",
-    "return 0 ",
-    "end",
-);
-
 struct Scripts {
-    sem_try_acquire: Lua,
-    sem_release: Lua,
-    sem_release_if_exists: Lua,
-    sem_drain: Lua,
-    try_set_permits: Lua,
-    try_set_permits_ttl: Lua,
-    sem_add_permits: Lua,
     pes_try_acquire: Lua,
     pes_try_release: Lua,
     pes_available: Lua,
@@ -316,20 +191,11 @@ struct Scripts {
     pes_add_permits: Lua,
     pes_update_lease: Lua,
     pes_get_lease_time: Lua,
-    latch_count_down: Lua,
-    latch_try_set_count: Lua,
 }
 
 fn scripts() -> &'static Scripts {
     static S: OnceLock<Scripts> = OnceLock::new();
     S.get_or_init(|| Scripts {
-        sem_try_acquire: Lua::new(SEM_TRY_ACQUIRE),
-        sem_release: Lua::new(SEM_RELEASE),
-        sem_release_if_exists: Lua::new(SEM_RELEASE_IF_EXISTS),
-        sem_drain: Lua::new(SEM_DRAIN),
-        try_set_permits: Lua::new(TRY_SET_PERMITS),
-        try_set_permits_ttl: Lua::new(TRY_SET_PERMITS_TTL),
-        sem_add_permits: Lua::new(SEM_ADD_PERMITS),
         pes_try_acquire: Lua::new(PES_TRY_ACQUIRE),
         pes_try_release: Lua::new(PES_TRY_RELEASE),
         pes_available: Lua::new(PES_AVAILABLE),
@@ -339,76 +205,7 @@ fn scripts() -> &'static Scripts {
         pes_add_permits: Lua::new(PES_ADD_PERMITS),
         pes_update_lease: Lua::new(PES_UPDATE_LEASE),
         pes_get_lease_time: Lua::new(PES_GET_LEASE_TIME),
-        latch_count_down: Lua::new(LATCH_COUNT_DOWN),
-        latch_try_set_count: Lua::new(LATCH_TRY_SET_COUNT),
     })
-}
-
-/// The wall clock ([`timer::wall_ms`]: Redisson's
-/// `System.currentTimeMillis()`, which permit expiries are written in),
-/// signed, as expiries are subtracted from it.
-pub fn wall_ms() -> i64 {
-    i64::try_from(timer::wall_ms()).unwrap_or(i64::MAX)
-}
-
-/// The keys and channel of one object. `timeout` is the permit-expirable
-/// semaphore's sorted set (`suffixName(name, "timeout")`; empty for the
-/// others).
-#[derive(Clone, Copy, Debug)]
-pub struct Names<'a> {
-    pub name: &'a str,
-    pub channel: &'a str,
-    pub timeout: &'a str,
-}
-
-/// A number from a reply: an integer, or a string holding one (a counter
-/// read with `GET` or returned by a script); `Nil` (no key) is 0.
-fn number(v: &Value, what: &str) -> Result<i64> {
-    let bad = || {
-        Error::Redis(format!(
-            "Unexpected reply to {what}: {v:?} (is the key a Redisson counter?)"
-        ))
-    };
-    match v {
-        Value::Nil => Ok(0),
-        Value::Int(n) => Ok(*n),
-        Value::BulkString(b) => std::str::from_utf8(b)
-            .ok()
-            .and_then(|s| s.trim().parse::<i64>().ok())
-            .ok_or_else(bad),
-        Value::SimpleString(s) => s.trim().parse::<i64>().map_err(|_| bad()),
-        _ => Err(bad()),
-    }
-}
-
-/// Runs `lua` once (a write that must not run twice).
-async fn once<C: ConnectionLike>(
-    conn: &mut C,
-    lua: &Lua,
-    keys: &[&str],
-    args: &[&[u8]],
-) -> Result<Value> {
-    Ok(lua.run(conn, keys, args).await?)
-}
-
-/// `lua` on `[name, channel]` with `[n, 'publish']`, sent once: the shape
-/// of the counter writes that announce themselves (release, addPermits,
-/// trySetPermits, releaseIfExists).
-async fn announced<C: ConnectionLike>(
-    conn: &mut C,
-    lua: &Lua,
-    name: &str,
-    channel: &str,
-    n: i64,
-) -> Result<Value> {
-    let n = n.to_string();
-    once(
-        conn,
-        lua,
-        &[name, channel],
-        &[n.as_bytes(), PUBLISH.as_bytes()],
-    )
-    .await
 }
 
 /// A permit-expirable semaphore's count `lua` at wall time `now` (expired
@@ -424,107 +221,6 @@ async fn permits_at<C: ConnectionLike>(
     let keys = [names.name, names.timeout, names.channel];
     let v = eval_retrying(conn, lua, &keys, &[now.as_bytes(), PUBLISH.as_bytes()]).await?;
     number(&v, what)
-}
-
-/// `GET name` as a number (no key: 0), sent again once on a broken
-/// connection: RSemaphore's `availablePermits`, RCountDownLatch's
-/// `getCount`.
-pub async fn get_count<C: ConnectionLike>(conn: &mut C, name: &str) -> Result<i64> {
-    let v: Value = query_retrying(conn, redis::cmd("GET").arg(name)).await?;
-    number(&v, "GET")
-}
-
-/// `trySetPermits` (RSemaphore's and RPermitExpirableSemaphore's script is
-/// the same): sets the count if there is none, and announces it. `true`
-/// when set. With `ttl` (RSemaphore's `trySetPermits(permits,
-/// timeToLive)`, at least 1 ms) Java's other script sets the count with
-/// `PX`.
-pub async fn try_set_permits<C: ConnectionLike>(
-    conn: &mut C,
-    name: &str,
-    channel: &str,
-    permits: i64,
-    ttl: Option<Duration>,
-) -> Result<bool> {
-    let v = match ttl {
-        None => announced(conn, &scripts().try_set_permits, name, channel, permits).await?,
-        Some(ttl) => {
-            let p = permits.to_string();
-            if ttl.as_millis() == 0 {
-                return Err(Error::InvalidArgument(
-                    "Invalid ttl 0: expected a positive integer number of milliseconds".into(),
-                ));
-            }
-            let ms = ttl.as_millis().to_string();
-            once(
-                conn,
-                &scripts().try_set_permits_ttl,
-                &[name, channel],
-                &[p.as_bytes(), PUBLISH.as_bytes(), ms.as_bytes()],
-            )
-            .await?
-        }
-    };
-    Ok(number(&v, "trySetPermits")? == 1)
-}
-
-/// RSemaphore's `tryAcquire(permits)`: one attempt. `true` when taken.
-pub async fn try_acquire<C: ConnectionLike>(
-    conn: &mut C,
-    name: &str,
-    permits: i64,
-) -> Result<bool> {
-    let p = permits.to_string();
-    let v = once(conn, &scripts().sem_try_acquire, &[name], &[p.as_bytes()]).await?;
-    Ok(number(&v, "tryAcquire")? == 1)
-}
-
-/// RSemaphore's `release(permits)`: adds them and publishes the new count.
-pub async fn release<C: ConnectionLike>(
-    conn: &mut C,
-    name: &str,
-    channel: &str,
-    permits: i64,
-) -> Result<()> {
-    announced(conn, &scripts().sem_release, name, channel, permits).await?;
-    Ok(())
-}
-
-/// RSemaphore's `releaseIfExists(permits)`: adds them and publishes the new
-/// count only if the count exists. `true` when released.
-pub async fn release_if_exists<C: ConnectionLike>(
-    conn: &mut C,
-    name: &str,
-    channel: &str,
-    permits: i64,
-) -> Result<bool> {
-    let v = announced(
-        conn,
-        &scripts().sem_release_if_exists,
-        name,
-        channel,
-        permits,
-    )
-    .await?;
-    Ok(number(&v, "releaseIfExists")? == 1)
-}
-
-/// RSemaphore's `addPermits(permits)` (may be negative): sets the count to
-/// count + permits and publishes it.
-pub async fn add_permits<C: ConnectionLike>(
-    conn: &mut C,
-    name: &str,
-    channel: &str,
-    permits: i64,
-) -> Result<()> {
-    announced(conn, &scripts().sem_add_permits, name, channel, permits).await?;
-    Ok(())
-}
-
-/// RSemaphore's `drainPermits`: sets the count to 0; the count it had.
-pub async fn drain_permits<C: ConnectionLike>(conn: &mut C, name: &str) -> Result<i64> {
-    let v = once(conn, &scripts().sem_drain, &[name], &[]).await?;
-    number(&v, "drainPermits")
 }
 
 /// What one permit acquire found.
@@ -739,94 +435,6 @@ pub async fn update_lease<C: ConnectionLike>(
     Ok(number(&v, "updateLeaseTime")? == 1)
 }
 
-/// RCountDownLatch's `trySetCount(count)`: sets it if there is no count,
-/// announcing NEW_COUNT. `true` when set.
-pub async fn try_set_count<C: ConnectionLike>(
-    conn: &mut C,
-    name: &str,
-    channel: &str,
-    count: i64,
-) -> Result<bool> {
-    let c = count.to_string();
-    let v = once(
-        conn,
-        &scripts().latch_try_set_count,
-        &[name, channel],
-        &[
-            NEW_COUNT_MESSAGE.as_bytes(),
-            c.as_bytes(),
-            PUBLISH.as_bytes(),
-        ],
-    )
-    .await?;
-    Ok(number(&v, "trySetCount")? == 1)
-}
-
-/// RCountDownLatch's `countDown`: one fewer; at zero the key is deleted and
-/// ZERO_COUNT announced.
-pub async fn count_down<C: ConnectionLike>(conn: &mut C, name: &str, channel: &str) -> Result<()> {
-    once(
-        conn,
-        &scripts().latch_count_down,
-        &[name, channel],
-        &[ZERO_COUNT_MESSAGE.as_bytes(), PUBLISH.as_bytes()],
-    )
-    .await?;
-    Ok(())
-}
-
-/// Runs `one` on `wait`, woken by messages on `channel`: whether it won.
-async fn wait_for<A: Attempt>(
-    one: &mut A,
-    timer: &dyn Timer,
-    wakeups: Option<&Arc<Wakeups>>,
-    channel: &str,
-    wait: Wait,
-) -> Result<bool> {
-    let wake = wakeups.map(|w| (std::slice::from_ref(w), std::slice::from_ref(&channel)));
-    let waited = retry(one, timer, &wait.schedule(timer), &|| 0.0, wake, None).await?;
-    Ok(waited.outcome.is_ok())
-}
-
-/// RSemaphore's `tryAcquire(permits, waitTime)` / `acquire(permits)`:
-/// attempts until `permits` are taken or the wait is over, woken by a
-/// release announced on `channel`. `true` when taken.
-pub async fn acquire<C: ConnectionLike>(
-    conn: &mut C,
-    timer: &dyn Timer,
-    wakeups: Option<&Arc<Wakeups>>,
-    names: Names<'_>,
-    permits: i64,
-    wait: Wait,
-) -> Result<bool> {
-    let mut one = TakePermits {
-        conn,
-        name: names.name,
-        permits,
-    };
-    wait_for(&mut one, timer, wakeups, names.channel, wait).await
-}
-
-struct TakePermits<'a, C> {
-    conn: &'a mut C,
-    name: &'a str,
-    permits: i64,
-}
-
-impl<C: ConnectionLike> Attempt for TakePermits<'_, C> {
-    type Won = ();
-    type Lost = ();
-
-    async fn attempt(&mut self) -> Result<std::result::Result<(), ()>> {
-        let taken = try_acquire(self.conn, self.name, self.permits).await?;
-        Ok(if taken { Ok(()) } else { Err(()) })
-    }
-
-    fn retry_within(_: &()) -> Option<Duration> {
-        Some(SAFETY_NET)
-    }
-}
-
 /// RPermitExpirableSemaphore's `tryAcquire(waitTime, leaseTime)` /
 /// `acquire(leaseTime)` for permit `id`: attempts until it is granted or the
 /// wait is over. Each attempt reckons the expiry from the wall clock at
@@ -896,44 +504,6 @@ fn until_expiry(earliest: Option<i64>, now: i64) -> Duration {
     }
 }
 
-/// RCountDownLatch's `await(waitTime)`: reads the count until it is zero
-/// (or gone) or the wait is over, woken by messages on `channel`. `true` at
-/// zero.
-pub async fn await_zero<C: ConnectionLike>(
-    conn: &mut C,
-    timer: &dyn Timer,
-    wakeups: Option<&Arc<Wakeups>>,
-    names: Names<'_>,
-    wait: Wait,
-) -> Result<bool> {
-    let mut one = ReadCount {
-        conn,
-        name: names.name,
-    };
-    wait_for(&mut one, timer, wakeups, names.channel, wait).await
-}
-
-struct ReadCount<'a, C> {
-    conn: &'a mut C,
-    name: &'a str,
-}
-
-impl<C: ConnectionLike> Attempt for ReadCount<'_, C> {
-    type Won = ();
-    type Lost = ();
-
-    async fn attempt(&mut self) -> Result<std::result::Result<(), ()>> {
-        Ok(match get_count(self.conn, self.name).await? {
-            n if n <= 0 => Ok(()),
-            _ => Err(()),
-        })
-    }
-
-    fn retry_within(_: &()) -> Option<Duration> {
-        Some(SAFETY_NET)
-    }
-}
-
 /// A permit id: 32 hexadecimal digits (Redisson's `generateId()`), as 16 bytes.
 pub fn permit_id(hex: &str) -> Result<Vec<u8>> {
     let bad = || {
@@ -958,68 +528,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scripts_are_redissons_byte_for_byte() {
-        // SHA-1 of each Java string literal chain, concatenated (computed
-        // from the Java source at 66863978b4a9, not from these constants).
-        let want = [
-            (SEM_TRY_ACQUIRE, "c7dc9d189c1715465a31a06ddbc008585e0c20be"),
-            (SEM_RELEASE, "ae27582488dd01f4e238cc0733a12146d410eb44"),
-            (
-                SEM_RELEASE_IF_EXISTS,
-                "6883802454c09d455e3234c8b01549adf1fb8b4c",
-            ),
-            (SEM_DRAIN, "c87766d572855e9461c4ecd453db5d1cbab6119e"),
-            (
-                TRY_SET_PERMITS_TTL,
-                "38bf99884eb94708a40a9aabacb15b4c5f16e804",
-            ),
-            (TRY_SET_PERMITS, "241ce4e87e652b4f9b39d33cbcd7df9ee8ed906c"),
-            (SEM_ADD_PERMITS, "98238d408c6755085344670d3a2ddaa55cf177a9"),
-            (PES_TRY_ACQUIRE, "992c96b09a3d8ea0b37f5dc12e5347a44d93909d"),
-            (PES_TRY_RELEASE, "4ce079451bee2993ce00c8a4e205b536c6ccad67"),
-            (PES_AVAILABLE, "26b3972b2c9e617556282f404cb79709d746a713"),
-            (PES_GET_PERMITS, "e242db5c1c68811b0d26a41937dcf22415b6d872"),
-            (
-                PES_ACQUIRED_PERMITS,
-                "6f0b0be79a0c146c778cb14f40c10eb5b706e574",
-            ),
-            (PES_SET_PERMITS, "494d8561fee0cdb033f6c28d74c052c52189a578"),
-            (PES_ADD_PERMITS, "ec6fb1cd5f66817424e8fe70fee7929391b7c6f0"),
-            (PES_UPDATE_LEASE, "2298b02cc67a89f2a638e47503db3675c73d77f5"),
-            (
-                PES_GET_LEASE_TIME,
-                "8be95cb5221cc7ee883cacb8859a8b32ef501a0e",
-            ),
-            (LATCH_COUNT_DOWN, "38060fab26b0e7c5982a5cfd7ad542e44d3da19b"),
-            (
-                LATCH_TRY_SET_COUNT,
-                "2a52d54a6f35bc8af5e84a2930b2ca1aa2a15892",
-            ),
-        ];
-        for (body, hash) in want {
-            assert_eq!(Lua::new(body).hash(), hash, "{body}");
-        }
-    }
-
-    #[test]
-    fn replies_become_numbers() {
-        assert_eq!(number(&Value::Nil, "x").unwrap(), 0);
-        assert_eq!(number(&Value::Int(-3), "x").unwrap(), -3);
-        assert_eq!(number(&Value::BulkString(b"12".to_vec()), "x").unwrap(), 12);
-        assert!(number(&Value::BulkString(b"abc".to_vec()), "x").is_err());
-    }
-
-    #[test]
     fn a_permit_waiter_sleeps_until_the_earliest_expiry() {
         assert_eq!(until_expiry(Some(1_000), 900), Duration::from_millis(101));
         assert_eq!(until_expiry(Some(1_000), 5_000), Duration::from_millis(1));
         assert_eq!(until_expiry(Some(i64::MAX), i64::MIN), SAFETY_NET);
         assert_eq!(until_expiry(None, 0), SAFETY_NET);
-    }
-
-    #[test]
-    fn the_wall_clock_is_past_2020() {
-        assert!(wall_ms() > 1_577_836_800_000);
     }
 
     #[test]
