@@ -15,12 +15,14 @@ function newHold () {
 }
 
 /**
- * Marks `hold` lost for `reason` (once), aborts its signal and tells the
- * `redislock-rs:lost` channel (`face` names the face).
+ * Marks `hold` lost for `reason` (once), aborts its signal with `error`
+ * (by default the LockLostError; a face whose original has its own class
+ * passes its own) and tells the `redislock-rs:lost` channel (`face` names
+ * the face).
  */
-function lose (hold, reason, key, face) {
+function lose (hold, reason, key, face, error = lockLost(reason, key)) {
   if (hold.lost !== null) return
-  hold.lost = lockLost(reason, key)
+  hold.lost = error
   if (hold.controller !== null) hold.controller.abort(hold.lost)
   trace.lost(face, [key], reason, hold.lost)
 }

@@ -20,7 +20,7 @@ const { serversFor } = require('../common/servers')
 const { retryFields, serverTimeout, RELEASE_TIMEOUT_MS, crossSlot } = require('./attempts')
 const { randomHex16 } = require('../common/random')
 const keeper = require('../common/keeper')
-const { lockLost } = require('../common/errors')
+const { lockLost, nativeMessage } = require('../common/errors')
 const holds = require('../common/holds')
 const trace = require('../common/trace')
 const { instrument } = trace
@@ -48,8 +48,9 @@ class ResourceLockedError extends Error {
 
 /** An operation did not achieve a quorum; `attempts` says how each attempt voted. */
 class ExecutionError extends Error {
-  constructor (message, attempts) {
-    super()
+  /** `options.cause`: beyond node-redlock 5, the native failure it wraps. */
+  constructor (message, attempts, options) {
+    super(undefined, options)
     this.message = message
     this.attempts = attempts
     this.name = 'ExecutionError'
@@ -330,8 +331,14 @@ class Redlock extends EventEmitter {
   }
 }
 
+/**
+ * A native operation's end: its report, or a failure of the operation
+ * itself (not a vote: a server's failure is one) as an ExecutionError with
+ * no attempts and the native error as its `cause`, as every face wraps
+ * native failures in its own class.
+ */
 function settle (redlock, _, outcome, err, resolve, reject, report) {
-  if (err) return reject(err)
+  if (err) return reject(new ExecutionError(nativeMessage(err).message, [], { cause: err }))
   resolve(report)
 }
 

@@ -26,6 +26,8 @@ const { endpointName } = native
 const keeper = require('../common/keeper')
 const trace = require('../common/trace')
 const { LostLockError, TimeoutError } = require('./errors')
+const { LockBase, kHold } = require('../common/lock-base')
+const { newHold, lose } = require('../common/holds')
 
 /** redis-semaphore's defaults; one live object, read at each construction (as theirs). */
 const defaultTimeoutOptions = {
@@ -46,13 +48,14 @@ function setTarget (lock, target) {
 
 let stateOf
 
-class Lock {
+class Lock extends LockBase {
   // Hidden per-lock state, in one private field (the lock keeps
   // redis-semaphore's own properties, and a private field costs no
   // property definition per lock: Object.defineProperty took 2 % of the
   // JavaScript thread at 16 workers, NOTES §29): where its operations go
-  // (`target`), its hold with the keeper, its lost-lock signal's
-  // controller and the wakeOnRelease flag.
+  // (`target`), its hold id with the keeper and the wakeOnRelease flag.
+  // The lost-lock state (`signal`) is the one every face's lock has
+  // (lib/common/lock-base.js, lib/common/holds.js).
   #state
 
   static {
@@ -94,6 +97,10 @@ class Lock {
     }
     if (typeof onLockLost !== 'function') throw new Error(`onLockLost must be a function; got ${typeof onLockLost}`)
     if (wakeOnRelease !== undefined && typeof wakeOnRelease !== 'boolean') throw new Error(`wakeOnRelease must be a boolean; got ${typeof wakeOnRelease}`)
+    super()
+    // A signal before the first acquire too (theirs has none; ours never
+    // reads null), and a new one with each grant.
+    this[kHold] = newHold()
     this._refreshing = false
     this._acquired = false
     this._acquiredExternally = !!acquiredExternally || !!externallyAcquiredIdentifier
@@ -101,7 +108,7 @@ class Lock {
     this._acquireOptions = { lockTimeout, acquireTimeout, acquireAttemptsLimit, retryInterval, identifier: this._identifier }
     this._refreshTimeInterval = refreshInterval
     this._onLockLost = onLockLost
-    this.#state = { target: null, hold: 0, controller: null, wake: wakeOnRelease === true ? F_WAKE : 0 }
+    this.#state = { target: null, hold: 0, wake: wakeOnRelease === true ? F_WAKE : 0 }
   }
 
   get identifier () {
@@ -112,16 +119,9 @@ class Lock {
     return this._acquired
   }
 
-  /**
-   * Beyond redis-semaphore: an AbortSignal aborted with the LostLockError
-   * when this lock is found lost (its refresh failed), never by a release.
-   * A new one after each acquire.
-   */
-  get signal () {
-    const st = this.#state
-    if (st.controller === null) st.controller = new AbortController()
-    return st.controller.signal
-  }
+  // Beyond redis-semaphore: `signal` (LockBase), an AbortSignal aborted
+  // with the LostLockError when this lock is found lost (its refresh
+  // failed), never by a release; a new one after each acquire.
 
   acquire (abortSignal) {
     try {
@@ -205,9 +205,7 @@ class Lock {
       if (!this._acquired) return
       this._acquired = false
       const err = new LostLockError(`Lost ${this._kind} for key ${this._key}`)
-      if (st.controller === null) st.controller = new AbortController()
-      st.controller.abort(err)
-      trace.lost('semaphore', [this._key], reason, err)
+      lose(this[kHold], reason, this._key, 'semaphore', err)
       // As theirs: onLockLost runs as a method of the lock, and what it
       // throws (the default throws `err`) is an unhandled rejection.
       Promise.resolve().then(() => this._onLockLost(err))
@@ -265,7 +263,7 @@ function numbersOf (lock) {
 function granted (lock, hold) {
   lock._acquired = true
   lock._acquiredExternally = false
-  stateOf(lock).controller = null
+  lock[kHold] = newHold()
   if (hold !== 0) lock._watch(hold)
 }
 
