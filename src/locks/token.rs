@@ -27,7 +27,7 @@ use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::Timer;
-use crate::waiting::wakeups::Wakeups;
+use crate::waiting::wakeups::{Source, Wakeups};
 
 // redislock 1.3.0's scripts, byte for byte, and this crate's own for the
 // options beyond it.
@@ -319,7 +319,10 @@ pub async fn release_announced<C: ConnectionLike>(
     sharded: bool,
 ) -> Result<bool> {
     check_key(key)?;
-    let publish = if sharded { "SPUBLISH" } else { "PUBLISH" };
+    let publish = match sharded {
+        true => Source::Sharded.publish(),
+        false => Source::PubSub.publish(),
+    };
     match announce_once(conn, key, token, channel, publish).await {
         Err(broken @ Error::Connection(_)) => {
             let again = announce_once(conn, key, token, channel, publish).await;

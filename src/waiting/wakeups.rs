@@ -75,6 +75,15 @@ impl Source {
             Source::Sharded => 2,
         }
     }
+
+    /// The command a release announces itself with, for waiters listening
+    /// on this source: `SPUBLISH` for sharded pub/sub, else `PUBLISH`.
+    pub fn publish(self) -> &'static str {
+        match self {
+            Source::Sharded => "SPUBLISH",
+            _ => "PUBLISH",
+        }
+    }
 }
 
 struct Channel {

@@ -4,7 +4,6 @@
 
 use std::any::TypeId;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -17,7 +16,7 @@ use crate::locks::token;
 use crate::node::cancels::acquire_slot;
 use crate::node::engine::contract::Engine;
 use crate::node::envs::watch_of;
-use crate::node::loaded;
+use crate::node::loaded::Learning;
 use crate::node::options;
 use crate::node::runtime::rt;
 use crate::node::scripts::scripts;
@@ -26,7 +25,6 @@ use crate::node::wake::{poke, wake_source, wakeups};
 use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::{QuorumGrant, QuorumReport, Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
-use crate::transport::lua::noscripts_seen;
 use crate::waiting::retry::Retries;
 use crate::waiting::wakeups::Source;
 
@@ -140,23 +138,13 @@ pub(crate) fn redlock<E: Engine>(
                         // every vote (node-redlock 5's stats).
                         // (A majority of one or two servers is all of them.)
                         let by_majority = !Flag::Votes.in_bits(flags) && majority(n) < n;
-                        let engine = TypeId::of::<E>();
-                        let hash = scripts.lock.hash();
-                        let seen = noscripts_seen();
-                        // Per server, the connection to record the script
-                        // on once it has run there (u64::MAX: nothing to
-                        // record, it is known already or was not asked).
-                        let learn: Vec<AtomicU64> = match by_majority {
-                            true => (0..n).map(|_| AtomicU64::new(u64::MAX)).collect(),
-                            false => Vec::new(),
-                        };
+                        let learning = by_majority.then(|| {
+                            Learning::new(TypeId::of::<E>(), &endpoints, scripts.lock.hash())
+                        });
                         let is_final = |i: usize, c: &E::Conn| {
-                            let conn = E::conn_id(c);
-                            let known = loaded::knows(engine, endpoints[i], hash, conn);
-                            if !known {
-                                learn[i].store(conn, Ordering::Relaxed);
-                            }
-                            known
+                            learning
+                                .as_ref()
+                                .is_some_and(|l| l.is_final(i, E::conn_id(c)))
                         };
                         let settle = match by_majority {
                             true => Settle::Majority(&is_final),
@@ -177,11 +165,10 @@ pub(crate) fn redlock<E: Engine>(
                         .await?;
                         // Where the lock script ran (it answered), it is
                         // loaded on that connection now.
-                        for ((i, o), conn) in r.outcomes.iter().enumerate().zip(&learn) {
-                            let conn = conn.load(Ordering::Relaxed);
-                            if matches!(o, Outcome::Acquired | Outcome::Held) && conn != u64::MAX {
-                                loaded::learned(engine, endpoints[i], hash, conn, seen);
-                            }
+                        let ran =
+                            |i: usize| matches!(r.outcomes[i], Outcome::Acquired | Outcome::Held);
+                        if let Some(learning) = &learning {
+                            learning.record(ran);
                         }
                         if let (Some(held), true) = (kept, r.granted) {
                             let renewal = redlock::Kept {
@@ -239,11 +226,7 @@ pub(crate) fn redlock<E: Engine>(
                 let announce: Vec<Vec<&str>> = sources
                     .iter()
                     .map(|s| {
-                        let publish = match s {
-                            Source::Sharded => "SPUBLISH",
-                            _ => "PUBLISH",
-                        };
-                        std::iter::once(publish)
+                        std::iter::once(s.publish())
                             .chain(channels.iter().copied())
                             .collect()
                     })

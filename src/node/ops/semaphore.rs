@@ -26,14 +26,6 @@ use crate::node::wire::done::Reply;
 use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::wakeups::Source;
 
-/// The command that announces on a channel of `source`.
-fn publish(source: Source) -> &'static str {
-    match source {
-        Source::Sharded => "SPUBLISH",
-        _ => "PUBLISH",
-    }
-}
-
 /// An acquire's wait: `Attempts` (-1: no limit), `WaitMs` (-1: none) and
 /// `Delay`; `command_timeout` is the connection's bound on one reply.
 fn waiting(nums: &Nums, command_timeout: Duration) -> Result<Waiting> {
@@ -213,7 +205,7 @@ pub(crate) fn semaphore<E: Engine>(
                 let kept = kept.then(|| held(&target, holder));
                 let announce = channel.as_deref().zip(source).map(|(c, s)| Announce {
                     channel: c,
-                    publish: publish(s),
+                    publish: s.publish(),
                 });
                 let release = semaphore::release(&mut conn, kind, holder, announce);
                 // Waiters of this process need not wait for Redis's word.
@@ -317,7 +309,7 @@ pub(crate) fn semaphores<E: Engine>(
                 let kept = kept.then(|| held(first, holder));
                 let announce = channel.as_deref().map(|c| Announce {
                     channel: c,
-                    publish: publish(Source::PubSub),
+                    publish: Source::PubSub.publish(),
                 });
                 // How many servers gave something back: theirs never fails.
                 let release =
