@@ -3,9 +3,10 @@
 /**
  * Same-run A/B of two checkouts of redislock-rs (each with its addon built):
  *
- *   node benchmark/ab.js <dir A> <dir B> [--workers 1,16,128] [--rounds 5] [--ms 1500] [--id contender]
+ *   node benchmark/ab.js <dir A> <dir B> [--workers 1,16,128] [--rounds 5] [--ms 1500] [--id contender] [--servers 3]
  *
- * Starts one redis-server, then for every worker count and round runs the
+ * Starts one redis-server (`--servers N`: N of them, for the contenders
+ * that lock on several, e.g. --id redislock-rs-redlock), then for every worker count and round runs the
  * redislock-rs contender of each checkout (its own benchmark/child.js, so
  * each loads its own package and addon) in a child process, A and B
  * alternating and the first one swapped every round, on the engine
@@ -30,8 +31,10 @@ const MS = Number(opt('ms', 1500))
 const ENGINE = process.env.REDISLOCK_RS_ENGINE || 'js'
 // Another of our contenders (benchmark/contenders.js), e.g. --id redislock-rs-semaphore-mutex
 const ID = opt('id', null)
+const SERVERS = Number(opt('servers', 1))
 
-function measure (dir, port, workers, round) {
+function measure (dir, servers, workers, round) {
+  const port = servers[0].port
   const spec = {
     id: ID || (ENGINE === 'tokio' ? 'redislock-rs-tokio' : 'redislock-rs'),
     host: '127.0.0.1',
@@ -40,7 +43,8 @@ function measure (dir, port, workers, round) {
     workers,
     warmupMs: 300,
     durationMs: MS,
-    key: `ab:${path.basename(dir)}:${workers}:${round}`
+    key: `ab:${path.basename(dir)}:${workers}:${round}`,
+    servers: servers.map((s) => ({ host: '127.0.0.1', port: s.port }))
   }
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(dir, 'benchmark', 'child.js'), JSON.stringify(spec)], {
@@ -61,7 +65,8 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.
 
 async function main () {
   if (!dirA || !dirB) throw new Error('usage: node benchmark/ab.js <dir A> <dir B>')
-  const srv = await startRedis()
+  const srvs = []
+  for (let i = 0; i < SERVERS; i++) srvs.push(await startRedis())
   try {
     console.log(`A = ${dirA}\nB = ${dirB}\nengine ${ENGINE}, ${ROUNDS} rounds × ${MS} ms, medians of cycles/s and of process CPU µs per cycle\n`)
     console.log('| workers | A | B | B ÷ A | A min–max | B min–max | A µs/cycle | B µs/cycle |\n|---:|---:|---:|---:|---|---|---:|---:|')
@@ -69,7 +74,7 @@ async function main () {
       const got = { A: [], B: [] }
       for (let round = 0; round < ROUNDS; round++) {
         const order = round % 2 ? ['B', 'A'] : ['A', 'B']
-        for (const which of order) got[which].push(await measure(which === 'A' ? dirA : dirB, srv.port, workers, round))
+        for (const which of order) got[which].push(await measure(which === 'A' ? dirA : dirB, srvs, workers, round))
       }
       const cps = (xs) => xs.map((x) => x.cps)
       const a = median(cps(got.A))
@@ -79,7 +84,7 @@ async function main () {
       console.log(`| ${workers} | ${Math.round(a)} | ${Math.round(b)} | ${(b / a).toFixed(2)}× | ${span(cps(got.A))} | ${span(cps(got.B))} | ${cpu(got.A)} | ${cpu(got.B)} |`)
     }
   } finally {
-    await srv.stop()
+    for (const s of srvs) await s.stop()
   }
 }
 

@@ -277,10 +277,10 @@ pub struct Paused {
 
 /// Pauses the renewals of `held` (waiting for one in flight) while a
 /// release runs; `None` when it is not kept.
-pub async fn pause(held: &Held) -> Option<Paused> {
+pub async fn pause(held: Held) -> Option<Paused> {
     let (gate, stopped, lease_ms, confirmed_until) = {
         let map = running();
-        let e = map.get(held)?;
+        let e = map.get(&held)?;
         (
             Arc::clone(&e.gate),
             Arc::clone(&e.stopped),
@@ -290,7 +290,7 @@ pub async fn pause(held: &Held) -> Option<Paused> {
     };
     let guard = gate.lock_owned().await;
     Some(Paused {
-        held: held.clone(),
+        held,
         stopped,
         lease_ms,
         confirmed_until,
@@ -565,12 +565,12 @@ mod tests {
         keep(&server, &h, 60_000, Duration::from_secs(50), None);
         assert!(near(remaining(&h), Duration::from_secs(5)));
 
-        let p = pause(&h).await.expect("kept");
+        let p = pause(h.clone()).await.expect("kept");
         p.extended(90_000, Instant::now() + Duration::from_secs(20));
         assert!(near(remaining(&h), Duration::from_secs(20)));
 
-        pause(&h).await.expect("kept").stop();
+        pause(h.clone()).await.expect("kept").stop();
         assert_eq!(remaining(&h), None);
-        assert!(pause(&h).await.is_none());
+        assert!(pause(h.clone()).await.is_none());
     }
 }

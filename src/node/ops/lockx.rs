@@ -197,45 +197,49 @@ async fn run<C: ConnectionLike>(
         }
         LockOp::Release => {
             let kept = req.has(Flag::Keep).then(|| req.held(&target));
+            let pause = hold::pause(kept).await;
             let (key, token) = (&req.key, &req.token);
-            let released = match req.has(Flag::Wake) {
+            match req.has(Flag::Wake) {
                 true => {
                     let channel = release_channel(key)?;
                     let source = wake_source(&target, conn).await;
                     let sharded = source == Source::Sharded;
-                    let release = token::release_announced(conn, key, token, &channel, sharded);
-                    hold::release(kept, release, || poke(&target, source, &channel)).await
+                    let released =
+                        token::release_announced(conn, key, token, &channel, sharded).await;
+                    pause.released(&released, || poke(&target, source, &channel));
+                    Ok(Reply::from(released?))
                 }
-                false => hold::release(kept, token::release(conn, key, token), || {}).await,
-            };
-            Ok(Reply::from(released?))
+                false => {
+                    let released = token::release(conn, key, token).await;
+                    pause.released(&released, || {});
+                    Ok(Reply::from(released?))
+                }
+            }
         }
         LockOp::Extend => {
             let ms = crate::limits::extension_from_number(req.nums[0])?;
             let kept = req.has(Flag::Keep).then(|| req.held(&target));
-            let extending = async {
-                let sent = Instant::now();
-                let extended = token::extend(conn, &req.key, &req.token, ms).await?;
-                if let (true, Some(want)) = (extended, req.replicas) {
-                    if let Err(e) = replicas::wait_for(conn, want).await {
-                        // Not acknowledged: the lock cannot be vouched for.
-                        let _ = token::release(conn, &req.key, &req.token).await;
-                        return Err(e);
-                    }
+            let pause = hold::pause(kept).await;
+            let sent = Instant::now();
+            let mut extended = token::extend(conn, &req.key, &req.token, ms).await;
+            if let (Ok(true), Some(want)) = (&extended, req.replicas) {
+                if let Err(e) = replicas::wait_for(conn, want).await {
+                    // Not acknowledged: the lock cannot be vouched for.
+                    let _ = token::release(conn, &req.key, &req.token).await;
+                    extended = Err(e);
                 }
-                Ok((extended, sent))
-            };
-            let judge = |outcome: &Result<(bool, Instant)>| match outcome {
-                Ok((true, sent)) => Extension::Confirmed {
+            }
+            pause.extended(match &extended {
+                Ok(true) => Extension::Confirmed {
                     lease_ms: ms,
-                    until: *sent + Duration::from_millis(ms),
+                    until: sent + Duration::from_millis(ms),
                 },
-                Ok((false, _)) | Err(Error::NotReplicated(_)) => Extension::Lost,
+                Ok(false) | Err(Error::NotReplicated(_)) => Extension::Lost,
                 Err(_) => Extension::Unknown,
-            };
-            Ok(match hold::extend(kept, extending, judge).await? {
-                (true, sent) => Reply::With(Value::Age(age_us(sent))),
-                (false, _) => Reply::No,
+            });
+            Ok(match extended? {
+                true => Reply::With(Value::Age(age_us(sent))),
+                false => Reply::No,
             })
         }
         LockOp::Inspect => {

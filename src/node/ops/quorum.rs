@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::hold::{self, Extension};
 use crate::keeper::Held;
 use crate::limits;
-use crate::locks::fanout::{Report, Step};
+use crate::locks::fanout::Step;
 use crate::locks::keys::release_channel;
 use crate::locks::quorum::{self, QuorumOptions};
 use crate::locks::token;
@@ -172,16 +172,17 @@ where
                 true => Some(held(&targets, key, token)?),
                 false => None,
             };
-            let extend = quorum::extend(n, connect, timer, key, token, ms, within);
-            let judge = |outcome: &Result<Report>| match outcome {
+            let pause = hold::pause(kept).await;
+            let extended = quorum::extend(n, connect, timer, key, token, ms, within).await;
+            pause.extended(match &extended {
                 Ok(r) if r.granted => Extension::Confirmed {
                     lease_ms: ms,
                     until: r.valid_until(ms, quorum::DRIFT_FACTOR),
                 },
                 Ok(_) => Extension::Lost,
                 Err(_) => Extension::Unknown,
-            };
-            (Step::Extend, hold::extend(kept, extend, judge).await?)
+            });
+            (Step::Extend, extended?)
         }
         LockOp::Release => {
             let ttl = limits::positive_int(num(Slot::Time)).unwrap_or(10_000);
@@ -195,17 +196,18 @@ where
                 .in_bits(flags)
                 .then(|| release_channel(key))
                 .transpose()?;
-            let release =
-                quorum::release(n, connect, timer, key, token, within, announce.as_deref());
+            let pause = hold::pause(kept).await;
+            let released =
+                quorum::release(n, connect, timer, key, token, within, announce.as_deref()).await;
             // Waiters of this process need not wait for Redis's word.
-            let wake = || {
+            pause.released(&released, || {
                 if let Some(c) = &announce {
                     for t in &targets {
                         poke(t, Source::PubSub, c);
                     }
                 }
-            };
-            (Step::Release, hold::release(kept, release, wake).await?)
+            });
+            (Step::Release, released?)
         }
         LockOp::Inspect => {
             return Err(Error::InvalidArgument(

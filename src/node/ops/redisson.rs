@@ -267,8 +267,10 @@ where
                 if let Err(e) = replicas::wait_for(conn, want).await {
                     // Not acknowledged: give this hold back (one hold fewer,
                     // as an unlock; the last one wakes the waiters).
-                    let undo = unlock_under(conn, &connect, &target, &req, undo);
-                    let _ = hold::release(None, undo, || wake(&target, &req)).await;
+                    let undone = unlock_under(conn, &connect, &target, &req, undo).await;
+                    hold::pause(None)
+                        .await
+                        .released(&undone, || wake(&target, &req));
                     return Err(e);
                 }
             }
@@ -290,14 +292,14 @@ where
         Op::Unlock { ref latch } => {
             // Named only when something is kept at all (most leases are fixed).
             let kept = (!keeper::idle()).then(|| req.held(&target));
-            let unlock = unlock_under(conn, &connect, &target, &req, latch);
-            Ok(
-                match hold::release(kept, unlock, || wake(&target, &req)).await? {
-                    Unlocked::NotHeld => Reply::No,
-                    Unlocked::Decremented => Reply::Yes,
-                    Unlocked::Released => Reply::With(Value::Released),
-                },
-            )
+            let pause = hold::pause(kept).await;
+            let unlocked = unlock_under(conn, &connect, &target, &req, latch).await;
+            pause.released(&unlocked, || wake(&target, &req));
+            Ok(match unlocked? {
+                Unlocked::NotHeld => Reply::No,
+                Unlocked::Decremented => Reply::Yes,
+                Unlocked::Released => Reply::With(Value::Released),
+            })
         }
         Op::ForceUnlock => {
             let shared = Arc::clone(&target.shared);

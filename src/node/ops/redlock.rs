@@ -97,10 +97,6 @@ pub(crate) fn redlock<E: Engine>(
             })?;
             Ok(Held::new(&first.shared, key, &value, token::KEPT))
         };
-        let kept = match keep {
-            true => Some(held()?),
-            false => None,
-        };
         let (report, step) = match op {
             LockOp::Acquire | LockOp::Extend => {
                 let base = options::acquire(&nums)?;
@@ -170,7 +166,7 @@ pub(crate) fn redlock<E: Engine>(
                         if let Some(learning) = &learning {
                             learning.record(ran);
                         }
-                        if let (Some(held), true) = (kept, r.granted) {
+                        if keep && r.granted {
                             let renewal = redlock::Kept {
                                 servers: targets.iter().map(|t| Arc::clone(&t.shared)).collect(),
                                 within: opts.server_timeout,
@@ -181,29 +177,24 @@ pub(crate) fn redlock<E: Engine>(
                             };
                             let (ttl, sent, until) = (opts.ttl_ms, r.started, valid_until(&r));
                             let w = watch_of(&nums)?;
-                            hold::keep(rt()?, renewal, held, ttl, sent, until, w);
+                            hold::keep(rt()?, renewal, held()?, ttl, sent, until, w);
                         }
                         (r, Step::Acquire)
                     }
                     _ => {
-                        let extend = redlock::extend(
-                            n,
-                            connect,
-                            timer,
-                            &scripts,
-                            res,
-                            &opts,
-                            &options::random,
-                        );
+                        let pause = hold::pause(keep.then(held).transpose()?).await;
+                        let random = &options::random;
+                        let extended =
+                            redlock::extend(n, connect, timer, &scripts, res, &opts, random).await;
                         // Not extended, for whatever reason: not vouched for.
-                        let judge = |outcome: &Result<Report>| match outcome {
+                        pause.extended(match &extended {
                             Ok(r) if r.granted => Extension::Confirmed {
                                 lease_ms: opts.ttl_ms,
                                 until: valid_until(r),
                             },
                             _ => Extension::Lost,
-                        };
-                        (hold::extend(kept, extend, judge).await?, Step::Extend)
+                        });
+                        (extended?, Step::Extend)
                     }
                 }
             }
@@ -232,25 +223,20 @@ pub(crate) fn redlock<E: Engine>(
                     })
                     .collect();
                 let announce = wake.then_some(&announce[..]);
-                let release = redlock::release(
-                    n,
-                    connect,
-                    timer,
-                    &scripts,
-                    res,
-                    &opts,
-                    &options::random,
-                    announce,
-                );
+                let pause = hold::pause(keep.then(held).transpose()?).await;
+                let random = &options::random;
+                let released =
+                    redlock::release(n, connect, timer, &scripts, res, &opts, random, announce)
+                        .await;
                 // Waiters of this process need not wait for Redis's word.
-                let wake = || {
+                pause.released(&released, || {
                     for (t, s) in targets.iter().zip(&sources) {
                         for c in &channels {
                             poke(t, *s, c);
                         }
                     }
-                };
-                (hold::release(kept, release, wake).await?, Step::Release)
+                });
+                (released?, Step::Release)
             }
             LockOp::Inspect => {
                 return Err(Error::InvalidArgument(

@@ -207,14 +207,15 @@ pub(crate) fn semaphore<E: Engine>(
                     channel: c,
                     publish: s.publish(),
                 });
-                let release = semaphore::release(&mut conn, kind, holder, announce);
+                let pause = hold::pause(kept).await;
+                let released = semaphore::release(&mut conn, kind, holder, announce).await;
                 // Waiters of this process need not wait for Redis's word.
-                let wake = || {
+                pause.released(&released, || {
                     if let Some((c, s)) = channel.as_deref().zip(source) {
                         poke(&target, s, c);
                     }
-                };
-                Ok(Reply::from(hold::release(kept, release, wake).await?))
+                });
+                Ok(Reply::from(released?))
             }
             LockOp::Inspect => Err(Error::InvalidArgument(
                 "inspect() is not a redis-semaphore operation".into(),
@@ -311,18 +312,18 @@ pub(crate) fn semaphores<E: Engine>(
                     channel: c,
                     publish: Source::PubSub.publish(),
                 });
+                let pause = hold::pause(kept).await;
                 // How many servers gave something back: theirs never fails.
-                let release =
-                    async { Ok(semaphore::release_quorum(&q, kind, holder, announce).await) };
-                let wake = || {
+                let released: Result<usize> =
+                    Ok(semaphore::release_quorum(&q, kind, holder, announce).await);
+                pause.released(&released, || {
                     if let Some(c) = &channel {
                         for t in &targets {
                             poke(t, Source::PubSub, c);
                         }
                     }
-                };
-                let released = hold::release(kept, release, wake).await?;
-                Ok(Reply::from(released >= majority(q.n)))
+                });
+                Ok(Reply::from(released? >= majority(q.n)))
             }
             LockOp::Inspect => Err(Error::InvalidArgument(
                 "inspect() is not a redis-semaphore operation".into(),
