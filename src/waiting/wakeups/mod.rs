@@ -35,9 +35,8 @@
 //! move. A node's link dropping wakes every waiter, as a broken link does.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures_util::future::{select, Either};
 use futures_util::StreamExt;
@@ -45,10 +44,16 @@ use redis::aio::{MultiplexedConnection, PubSubSink};
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, PushKind, Value};
 use tokio::runtime::Handle;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
 use crate::transport::endpoint::Endpoint;
+
+mod channel;
+mod stream;
+
+use channel::Channel;
+use stream::{entry_ids, stream_entries, text, READ_BLOCK};
 
 /// node-redisson's event stream (`eventAdapter: 'streams'`), read by the
 /// stream reader.
@@ -83,48 +88,6 @@ impl Source {
             Source::Sharded => "SPUBLISH",
             _ => "PUBLISH",
         }
-    }
-}
-
-struct Channel {
-    /// Bumped by each release seen on the channel (and by a broken link).
-    generation: AtomicU64,
-    notify: Notify,
-    /// Wakes one waiter for a release made in this process (see `poke`).
-    poke: Notify,
-    /// The link epoch at which Redis confirmed our subscription (0: never).
-    confirmed: AtomicU64,
-    /// Its waiters take a freed lock one at a time: an `UNLOCK_MESSAGE`
-    /// wakes one of them (see the module's note).
-    one_at_a_time: AtomicBool,
-}
-
-/// Redisson's `UNLOCK_MESSAGE`: one lock freed.
-const ONE_FREED: &[u8] = b"0";
-
-impl Channel {
-    fn new(confirmed: u64) -> Channel {
-        Channel {
-            generation: AtomicU64::new(0),
-            notify: Notify::new(),
-            poke: Notify::new(),
-            confirmed: AtomicU64::new(confirmed),
-            one_at_a_time: AtomicBool::new(false),
-        }
-    }
-
-    /// A message on the channel: wakes one waiter or all (module note).
-    fn heard(&self, payload: &[u8]) {
-        if payload == ONE_FREED && self.one_at_a_time.load(Ordering::Acquire) {
-            self.poke.notify_one();
-        } else {
-            self.bump();
-        }
-    }
-
-    fn bump(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        self.notify.notify_waiters();
     }
 }
 
@@ -518,64 +481,6 @@ impl Wakeups {
     }
 }
 
-/// How long one stream read blocks in Redis.
-const READ_BLOCK: Duration = Duration::from_millis(5000);
-
-/// The ids of a stream range reply (`XREVRANGE`).
-fn entry_ids(v: &Value) -> Vec<String> {
-    let Value::Array(entries) = v else {
-        return Vec::new();
-    };
-    entries
-        .iter()
-        .filter_map(|e| match e {
-            Value::Array(parts) => parts.first().and_then(text),
-            _ => None,
-        })
-        .collect()
-}
-
-/// `(id, channel)` for each entry of an `XREAD` reply, in order: each
-/// node-redisson entry is `<channel> <message>`.
-fn stream_entries(v: &Value) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let streams: Vec<&Value> = match v {
-        Value::Array(s) => s.iter().collect(),
-        Value::Map(m) => m.iter().map(|(_, v)| v).collect(),
-        _ => return out,
-    };
-    for s in streams {
-        // RESP2: [name, entries]; RESP3 map values are the entries.
-        let entries = match s {
-            Value::Array(pair) if pair.len() == 2 && text(&pair[0]).is_some() => &pair[1],
-            other => other,
-        };
-        let Value::Array(entries) = entries else {
-            continue;
-        };
-        for e in entries {
-            let Value::Array(parts) = e else { continue };
-            let (Some(id), Some(Value::Array(fields))) =
-                (parts.first().and_then(text), parts.get(1))
-            else {
-                continue;
-            };
-            if let Some(channel) = fields.first().and_then(text) {
-                out.push((id, channel));
-            }
-        }
-    }
-    out
-}
-
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
 /// One waiter's subscription to one channel. Dropping it unsubscribes when
 /// it was the channel's last.
 pub struct Subscription {
@@ -738,34 +643,7 @@ impl Drop for Subscription {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
-
-    #[test]
-    fn reads_node_redisson_stream_entries() {
-        let entry = |id: &str, ch: &str| {
-            Value::Array(vec![bulk(id), Value::Array(vec![bulk(ch), bulk("0")])])
-        };
-        let reply = Value::Array(vec![Value::Array(vec![
-            bulk(EVENTS_STREAM),
-            Value::Array(vec![
-                entry("1-0", "redisson_lock__channel:{a}"),
-                entry("2-0", "x"),
-            ]),
-        ])]);
-        assert_eq!(
-            stream_entries(&reply),
-            vec![
-                ("1-0".to_string(), "redisson_lock__channel:{a}".to_string()),
-                ("2-0".to_string(), "x".to_string())
-            ]
-        );
-        assert!(stream_entries(&Value::Nil).is_empty());
-        let range = Value::Array(vec![entry("7-1", "c")]);
-        assert_eq!(entry_ids(&range), vec!["7-1".to_string()]);
-    }
+    use std::time::Duration;
 
     /// Waiters `subs` each waiting once, counted in `woke` when woken.
     fn waiting(subs: Vec<Subscription>, woke: &Arc<AtomicU64>) {
