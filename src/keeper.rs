@@ -128,6 +128,7 @@ impl Liveness {
 }
 
 /// The bounds of a lock kept for JavaScript, and where to report its loss.
+#[derive(Clone)]
 pub struct Watch {
     pub liveness: Arc<Liveness>,
     /// JavaScript's name for this hold, given back with its loss.

@@ -29,7 +29,7 @@ fn envs() -> std::sync::MutexGuard<'static, Envs> {
 
 /// The keeper's bounds for JavaScript's hold `hold` in environment `env`
 /// (`max_hold_ms` 0: none).
-pub(crate) fn watch(env: u32, hold: u32, max_lag_ms: u64, max_hold_ms: u64) -> Result<Watch> {
+fn watch(env: u32, hold: u32, max_lag_ms: u64, max_hold_ms: u64) -> Result<Watch> {
     Ok(Watch {
         liveness: liveness(env)?,
         hold,

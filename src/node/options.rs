@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::limits::{self, invalid_timeout, positive_int, whole_ms, whole_u32};
+use crate::locks::replicas::Replicas;
 use crate::locks::token::AcquireOptions;
 use crate::node::targets::Target;
 use crate::node::wire::nums::{Nums, Slot};
@@ -24,6 +25,25 @@ pub(crate) fn count(x: f64, what: &str) -> Result<u32> {
     whole_u32(x).ok_or_else(|| {
         Error::InvalidArgument(format!("Invalid {what} {x}: expected a whole number"))
     })
+}
+
+/// `replicas: N` and `replicaTimeout` (`Replicas`, `ReplicaTimeoutMs`):
+/// none for 0 replicas, else a positive timeout.
+pub(crate) fn replicas(nums: &Nums) -> Result<Option<Replicas>> {
+    let (count, ms) = (nums.get(Slot::Replicas), nums.get(Slot::ReplicaTimeoutMs));
+    let bad = || {
+        Error::InvalidArgument(format!(
+            "Invalid replicas {count} with replicaTimeout {ms}: expected a whole number of \
+             replicas and a positive number of milliseconds"
+        ))
+    };
+    match whole_u32(count).ok_or_else(bad)? {
+        0 => Ok(None),
+        count => Ok(Some(Replicas {
+            count,
+            timeout: Duration::from_millis(positive_int(ms).ok_or_else(bad)?),
+        })),
+    }
 }
 
 /// A lock's lease (`Time`): a whole number of ms in 1..=MAX_MS.
@@ -171,6 +191,29 @@ mod tests {
         for bad in [-1.0, 0.5, f64::NAN, f64::INFINITY] {
             assert!(bounded_server_timeout(bad, 1_000, None).is_err(), "{bad}");
         }
+    }
+
+    /// An operation's numbers with `set` in their slots.
+    fn nums(set: &[(Slot, f64)]) -> Nums {
+        let mut all = [0.0; Slot::Count as usize];
+        for (slot, x) in set {
+            all[*slot as usize] = *x;
+        }
+        Nums::new(&all).unwrap()
+    }
+
+    #[test]
+    fn replicas_need_a_whole_count_and_a_positive_timeout() {
+        assert!(replicas(&nums(&[])).unwrap().is_none());
+        let two = nums(&[(Slot::Replicas, 2.0), (Slot::ReplicaTimeoutMs, 150.0)]);
+        let got = replicas(&two).unwrap().expect("two replicas");
+        assert_eq!((got.count, got.timeout), (2, ms(150)));
+        for (count, timeout) in [(2.0, 0.0), (1.5, 100.0), (-1.0, 100.0), (1.0, f64::NAN)] {
+            let bad = nums(&[(Slot::Replicas, count), (Slot::ReplicaTimeoutMs, timeout)]);
+            assert!(replicas(&bad).is_err(), "{count} {timeout}");
+        }
+        assert_eq!(flags(&nums(&[(Slot::Flags, 5.0)])).unwrap(), 5);
+        assert!(flags(&nums(&[(Slot::Flags, -1.0)])).is_err());
     }
 
     #[test]

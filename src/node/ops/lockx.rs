@@ -15,14 +15,13 @@ use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 use crate::hold::{self, Extension};
-use crate::keeper::{self, Held};
-use crate::limits;
+use crate::keeper::{self, Held, Watch};
 use crate::locks::keys::{companion, release_channel, FENCING_SUFFIX};
 use crate::locks::replicas::{self, Replicas};
 use crate::locks::token::{self, Grant};
 use crate::node::cancels::{cancel_slot_of, CancelSlot};
 use crate::node::engine::contract::Engine;
-use crate::node::envs::watch;
+use crate::node::envs::watch_of;
 use crate::node::options;
 use crate::node::runtime::rt;
 use crate::node::targets::{target, Target};
@@ -40,19 +39,11 @@ pub(crate) struct Request {
     /// ACQUIRE: ttl, retries, delay; EXTEND: ms.
     nums: [f64; 3],
     flags: u32,
-    /// The lease keeper's bounds (KEEP): JavaScript's hold id, its
-    /// environment, the most event-loop lag and the longest hold (0: none).
-    hold: u32,
-    env: u32,
-    max_lag_ms: u64,
-    max_hold_ms: u64,
+    /// An acquire's lease keeper bounds (KEEP): see `envs::watch_of`.
+    watch: Option<Watch>,
     /// `replicas: N` and `replicaTimeout` (0: none).
     replicas: Option<Replicas>,
     cancel: Option<CancelSlot>,
-}
-
-fn whole_ms(x: f64, what: &str) -> Result<u64> {
-    limits::whole_ms(x).ok_or_else(|| limits::not_whole_ms(what, x))
 }
 
 impl Request {
@@ -65,8 +56,8 @@ impl Request {
         nums: &Nums,
         cancel: Option<CancelSlot>,
     ) -> Result<Request> {
-        let int = limits::whole_u32;
-        let bad = || Error::InvalidArgument("invalid lock operation arguments".into());
+        let flags = options::flags(nums)?;
+        let keep = op == LockOp::Acquire && Flag::Keep.in_bits(flags);
         Ok(Request {
             op,
             key,
@@ -76,22 +67,9 @@ impl Request {
                 nums.get(Slot::Retries),
                 nums.get(Slot::Delay),
             ],
-            flags: options::flags(nums)?,
-            hold: int(nums.get(Slot::Hold)).ok_or_else(bad)?,
-            env: int(nums.get(Slot::Env)).ok_or_else(bad)?,
-            max_lag_ms: whole_ms(nums.get(Slot::MaxLagMs), "maxEventLoopLagMs")?,
-            max_hold_ms: whole_ms(nums.get(Slot::MaxHoldMs), "maxHoldMs")?,
-            replicas: match (
-                int(nums.get(Slot::Replicas)),
-                whole_ms(nums.get(Slot::ReplicaTimeoutMs), "replicaTimeout")?,
-            ) {
-                (Some(0), _) => None,
-                (Some(count), ms) if ms > 0 => Some(Replicas {
-                    count,
-                    timeout: Duration::from_millis(ms),
-                }),
-                _ => return Err(bad()),
-            },
+            flags,
+            watch: keep.then(|| watch_of(nums)).transpose()?,
+            replicas: options::replicas(nums)?,
             cancel,
         })
     }
@@ -178,16 +156,16 @@ async fn run<C: ConnectionLike>(
             else {
                 return Ok(Reply::No);
             };
-            if req.has(Flag::Keep) {
-                let w = watch(req.env, req.hold, req.max_lag_ms, req.max_hold_ms)?;
+            if let Some(w) = req.watch {
+                let held = Held::new(&target.shared, &req.key, &req.token, token::KEPT);
                 let renewal = token::Kept {
                     server: Arc::clone(&target.shared),
-                    key: req.key.clone(),
-                    token: req.token.clone(),
+                    key: req.key,
+                    token: req.token,
                 };
                 let (ttl, sent) = (opts.ttl_ms, granted.sent);
                 let until = sent + Duration::from_millis(ttl);
-                hold::keep(rt()?, renewal, req.held(&target), ttl, sent, until, w);
+                hold::keep(rt()?, renewal, held, ttl, sent, until, w);
             }
             Ok(Reply::With(Value::Grant {
                 fencing: granted.fencing,

@@ -13,13 +13,14 @@ use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 use crate::hold;
-use crate::keeper::{self, Held};
-use crate::limits::{not_positive_ms, not_whole_ms, positive_int, whole_u32};
+use crate::keeper::{self, Held, Watch};
+use crate::limits::{not_positive_ms, not_whole_ms, positive_int};
 use crate::locks::fair;
 use crate::locks::reentrant::{self, Adapter, Flavor, UnlockKeys, Unlocked, Wait};
 use crate::locks::replicas::{self, Replicas};
 use crate::node::engine::contract::Engine;
-use crate::node::envs;
+use crate::node::envs::watch_of;
+use crate::node::options;
 use crate::node::runtime::rt;
 use crate::node::targets::{target, Target};
 use crate::node::wake::{poke, wakeups};
@@ -28,21 +29,12 @@ use crate::node::wire::done::{Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::timer::Timer;
 
-/// A watchdog lock's bounds: the JavaScript environment whose heartbeat
-/// keeps it, JavaScript's hold id for its loss, the most event-loop lag.
-#[derive(Clone, Copy)]
-struct Watched {
-    env: u32,
-    hold: u32,
-    max_lag_ms: u64,
-}
-
 enum Op {
     /// `undo`: with `replicas`, the latch an unacknowledged grant is given
     /// back under.
     TryLock {
         wait: Wait,
-        watch: Option<Watched>,
+        watch: Option<Watch>,
         replicas: Option<Replicas>,
         undo: String,
     },
@@ -145,25 +137,12 @@ impl Request {
                 } else {
                     return Err(not_whole_ms("wait time", wait));
                 };
-                let id = whole_u32;
-                let bad = || Error::InvalidArgument("invalid watchdog arguments".into());
+                // The watchdog's bounds (`Hold` 0: a fixed lease).
                 let watch = match nums.get(Slot::Hold) {
                     0.0 => None,
-                    hold => Some(Watched {
-                        env: id(nums.get(Slot::Env)).ok_or_else(bad)?,
-                        hold: id(hold).ok_or_else(bad)?,
-                        max_lag_ms: positive_int(nums.get(Slot::MaxLagMs)).ok_or_else(bad)?,
-                    }),
+                    _ => Some(watch_of(nums)?),
                 };
-                let replicas = match nums.get(Slot::Replicas) {
-                    0.0 => None,
-                    count => Some(Replicas {
-                        count: id(count).ok_or_else(bad)?,
-                        timeout: Duration::from_millis(
-                            positive_int(nums.get(Slot::ReplicaTimeoutMs)).ok_or_else(bad)?,
-                        ),
-                    }),
-                };
+                let replicas = options::replicas(nums)?;
                 if replicas.is_some() && aux.is_empty() {
                     return Err(Error::InvalidArgument(
                         "replicas: a tryLock needs its undo latch".into(),
@@ -207,8 +186,9 @@ pub(crate) fn redisson<E: Engine>(
     // The numbers are read now: the typed array is JavaScript's, for this call only.
     let nums = Nums::new(nums);
     async move {
-        let nums = nums?;
-        let req = Request::parse(op, name, channel, field, aux, &adapter, &nums)?;
+        // (The numbers are not kept past the parse: they would be stored
+        // in this future.)
+        let req = Request::parse(op, name, channel, field, aux, &adapter, &nums?)?;
         let target = target(endpoint)?;
         // As for lockx: a replica-acknowledged tryLock on a lane.
         let route = match req.acknowledged() {
@@ -239,7 +219,7 @@ where
     match req.op {
         Op::TryLock {
             wait,
-            watch,
+            ref watch,
             replicas,
             ref undo,
         } => {
@@ -275,6 +255,7 @@ where
                 }
             }
             if let (Some(_), Some(w)) = (held, watch) {
+                let w = w.clone();
                 let renewal = reentrant::Kept {
                     server: Arc::clone(&target.shared),
                     name: req.name.clone(),
@@ -283,9 +264,8 @@ where
                 };
                 let granted = std::time::Instant::now();
                 let until = granted + Duration::from_millis(req.lease_ms);
-                let watch = envs::watch(w.env, w.hold, w.max_lag_ms, 0)?;
                 let (h, lease) = (req.held(&target), req.lease_ms);
-                hold::keep(rt()?, renewal, h, lease, granted, until, watch);
+                hold::keep(rt()?, renewal, h, lease, granted, until, w);
             }
             Ok(Reply::from(held))
         }
