@@ -9,6 +9,7 @@ mod batch;
 mod conn;
 mod connect;
 mod dispatch;
+mod executor;
 mod lookups;
 mod loopconn;
 mod pending;

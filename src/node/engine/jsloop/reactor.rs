@@ -2,9 +2,10 @@
 //! environment (the main thread, each worker), in a thread-local, driven
 //! entirely by that thread's own libuv loop.
 //!
-//! - an executor: operation futures are polled on this thread, first at
-//!   submission (so their command is buffered during the JavaScript call)
-//!   and then whenever a reply, a timer or an off-thread wake-up arrives;
+//! - an executor (executor.rs): operation futures are polled on this
+//!   thread, first at submission (so their command is buffered during the
+//!   JavaScript call) and then whenever a reply, a timer or an off-thread
+//!   wake-up arrives;
 //! - a timer wheel (wheel.rs) behind one libuv timer: retry delays and
 //!   reply deadlines;
 //! - the connections, one per endpoint, each a socket polled by a
@@ -26,21 +27,19 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::ThreadId;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 
+use super::executor::{Executor, Task};
 use super::lookups::Lookups;
 use super::uv::{self, Handle, Loop, Uv};
 use super::wheel::{Key, Wheel};
 use crate::node::wire::done::{settled, Done};
 use crate::transport::endpoint::Endpoint;
-
-pub(crate) type Task = Pin<Box<dyn Future<Output = ()>>>;
 
 /// Hashes our own small sequential ids (connection and endpoint ids) as
 /// themselves: they are not attacker-chosen, and SipHash showed up in the
@@ -88,57 +87,6 @@ pub(crate) struct Stats {
     pub lookups: usize,
 }
 
-/// The part of the engine other threads may touch: task ids to poll, and
-/// the async handle that wakes the loop for them.
-pub(crate) struct Remote {
-    ready: Mutex<Vec<u32>>,
-    owner: ThreadId,
-    /// The engine is draining its ready queue right now, so an on-thread
-    /// wake needs no loop wake-up.
-    processing: AtomicBool,
-    wake: Mutex<Option<AsyncPtr>>,
-}
-
-/// The engine's async handle, for `uv_async_send` from any thread.
-struct AsyncPtr(*mut Handle);
-
-// Only used for `uv_async_send` (thread-safe, per libuv) while it sits in `Remote::wake`;
-// SAFETY: shut-down takes it out under that mutex before `uv_close`: no send on a closed handle.
-unsafe impl Send for AsyncPtr {}
-
-impl Remote {
-    fn lock_ready(&self) -> std::sync::MutexGuard<'_, Vec<u32>> {
-        self.ready.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn notify(&self) {
-        let guard = self.wake.lock().unwrap_or_else(|p| p.into_inner());
-        if let (Some(handle), Some(uv)) = (guard.as_ref(), uv::uv()) {
-            // SAFETY: see `AsyncPtr`: the handle is live while in `wake`.
-            unsafe { uv.async_send(handle.0) };
-        }
-    }
-}
-
-struct TaskWaker {
-    id: u32,
-    remote: Arc<Remote>,
-}
-
-impl Wake for TaskWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.remote.lock_ready().push(self.id);
-        let on_thread = std::thread::current().id() == self.remote.owner;
-        if !on_thread || !self.remote.processing.load(Ordering::Acquire) {
-            self.remote.notify();
-        }
-    }
-}
-
 /// What the reactor asks of a connection it polls, by id: its readiness
 /// events, its deadline checks, its buffered output, closing. conn.rs
 /// implements it; the reactor knows nothing else of connections.
@@ -173,10 +121,8 @@ pub(crate) struct Engine {
     timer: *mut Handle,
     prepare: *mut Handle,
     wake: *mut Handle,
-    remote: Arc<Remote>,
-    /// Live tasks by id, each with its waker (made once per task).
-    tasks: RefCell<Vec<Option<(Task, Waker)>>>,
-    free_ids: RefCell<Vec<u32>>,
+    /// The operations' futures, polled on this thread (executor.rs).
+    executor: Executor,
     /// Retry delays and reply deadlines, behind `timer` (wheel.rs).
     wheel: Wheel<Due>,
     pub(crate) conns: RefCell<IdMap<u64, Rc<dyn Polled>>>,
@@ -211,12 +157,7 @@ pub(crate) fn start(lp: *mut Loop) -> Result<Rc<Engine>, String> {
         return Ok(engine);
     }
     let uv = uv::uv().ok_or("libuv is not available in this process")?;
-    let remote = Arc::new(Remote {
-        ready: Mutex::new(Vec::new()),
-        owner: std::thread::current().id(),
-        processing: AtomicBool::new(false),
-        wake: Mutex::new(None),
-    });
+    let executor = Executor::new();
     // Each handle is closed once: right here when a later one cannot be made
     // (the engine then never exists), else in `shut_down`.
     // SAFETY: `lp` is this thread's loop (napi_get_uv_event_loop, this env).
@@ -239,16 +180,14 @@ pub(crate) fn start(lp: *mut Loop) -> Result<Rc<Engine>, String> {
         };
         (timer, prepare, wake)
     };
-    *remote.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(AsyncPtr(wake));
+    executor.remote().set_wake(Some(wake));
     let engine = Rc::new(Engine {
         uv,
         lp,
         timer,
         prepare,
         wake,
-        remote,
-        tasks: RefCell::new(Vec::new()),
-        free_ids: RefCell::new(Vec::new()),
+        executor,
         wheel: Wheel::new(),
         conns: RefCell::new(IdMap::default()),
         current: RefCell::new(IdMap::default()),
@@ -347,15 +286,14 @@ impl Engine {
     fn shut_down(&self) {
         // Gone already if the thread's locals are being destroyed.
         let _ = ENGINE.try_with(|e| e.borrow_mut().take());
-        *self.remote.wake.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.executor.remote().set_wake(None);
         let conns: Vec<_> = self.conns.borrow_mut().drain().map(|(_, c)| c).collect();
         for conn in conns {
             conn.close(self.uv);
         }
         // Dropping tasks may run destructors that look for the engine: it
         // is already gone from the thread-local, so they find nothing.
-        let tasks = std::mem::take(&mut *self.tasks.borrow_mut());
-        drop(tasks);
+        self.executor.drop_tasks();
         self.wheel.clear();
         // SAFETY: the three handles were created in `start`, are live, and
         // are closed here exactly once (the engine is no longer reachable).
@@ -368,62 +306,7 @@ impl Engine {
 
     /// Runs `task` on this thread: polled once now, then on wake-ups.
     pub(crate) fn spawn(&self, task: Task) {
-        let id = match self.free_ids.borrow_mut().pop() {
-            Some(id) => id,
-            None => {
-                let mut tasks = self.tasks.borrow_mut();
-                tasks.push(None);
-                (tasks.len() - 1) as u32
-            }
-        };
-        let waker = Waker::from(Arc::new(TaskWaker {
-            id,
-            remote: Arc::clone(&self.remote),
-        }));
-        self.tasks.borrow_mut()[id as usize] = Some((task, waker));
-        // Finished already (bad arguments): delivered on the next loop turn,
-        // never inside the JavaScript call. Inside a turn, the turn does it.
-        if self.poll_task(id) && !self.remote.processing.load(Ordering::Acquire) {
-            self.remote.notify();
-        }
-    }
-
-    /// Polls task `id`; `true` when it finished.
-    fn poll_task(&self, id: u32) -> bool {
-        let Some((mut task, waker)) = self
-            .tasks
-            .borrow_mut()
-            .get_mut(id as usize)
-            .and_then(Option::take)
-        else {
-            return false; // finished already: a stale wake-up
-        };
-        let mut cx = Context::from_waker(&waker);
-        match task.as_mut().poll(&mut cx) {
-            Poll::Ready(()) => {
-                self.free_ids.borrow_mut().push(id);
-                true
-            }
-            Poll::Pending => {
-                if let Some(slot) = self.tasks.borrow_mut().get_mut(id as usize) {
-                    *slot = Some((task, waker));
-                }
-                false
-            }
-        }
-    }
-
-    fn run_ready(&self) {
-        // Bounded: a task that wakes itself forever cannot starve the loop.
-        for _ in 0..64 {
-            let ids = std::mem::take(&mut *self.remote.lock_ready());
-            if ids.is_empty() {
-                break;
-            }
-            for id in ids {
-                self.poll_task(id);
-            }
-        }
+        self.executor.spawn(task);
     }
 
     /// Runs what is ready, hands finished operations to JavaScript, writes
@@ -435,10 +318,10 @@ impl Engine {
     /// through the async handle, never left for an unrelated event.
     fn turn(&self) {
         for _ in 0..TURN_ROUNDS {
-            self.run_ready();
+            self.executor.run_ready();
             let delivered = self.deliver_done();
             self.flush();
-            if !delivered && self.remote.lock_ready().is_empty() {
+            if !delivered && self.executor.remote().idle() {
                 return;
             }
         }
@@ -447,8 +330,8 @@ impl Engine {
             .borrow()
             .iter()
             .any(|s| !s.done().borrow().is_empty());
-        if undelivered || !self.remote.lock_ready().is_empty() {
-            self.remote.notify();
+        if undelivered || !self.executor.remote().idle() {
+            self.executor.remote().notify();
         }
     }
 
@@ -518,7 +401,7 @@ impl Engine {
         let conns = self.conns.borrow();
         Stats {
             timers: self.wheel.len(),
-            tasks: self.tasks.borrow().iter().filter(|t| t.is_some()).count(),
+            tasks: self.executor.live(),
             connections: conns.len(),
             buffered: conns.values().map(|c| c.buffered()).sum(),
             lookups: self.lookups.len(),
@@ -558,16 +441,17 @@ impl Engine {
 fn with_turn(f: impl FnOnce(&Engine)) {
     if let Some(engine) = current() {
         // Wake-ups from here on are picked up by this turn: no loop wake-up.
-        let outer = engine.remote.processing.swap(true, Ordering::AcqRel);
+        let remote = engine.executor.remote();
+        let outer = remote.processing.swap(true, Ordering::AcqRel);
         let guarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             f(&engine);
             engine.turn();
         }));
         if !outer {
-            engine.remote.processing.store(false, Ordering::Release);
+            remote.processing.store(false, Ordering::Release);
             // Anything woken after the turn's last look goes to the next one.
-            if !engine.remote.lock_ready().is_empty() {
-                engine.remote.notify();
+            if !remote.idle() {
+                remote.notify();
             }
         }
         // A panic must not unwind into libuv (undefined behaviour); the
