@@ -27,7 +27,7 @@ const keeper = require('../common/keeper')
 const trace = require('../common/trace')
 const { LostLockError, TimeoutError } = require('./errors')
 const { LockBase, kHold } = require('../common/lock-base')
-const { newHold, lose } = require('../common/holds')
+const { newHold, lose, signalOf } = require('../common/holds')
 
 /** redis-semaphore's defaults; one live object, read at each construction (as theirs). */
 const defaultTimeoutOptions = {
@@ -98,9 +98,6 @@ class Lock extends LockBase {
     if (typeof onLockLost !== 'function') throw new Error(`onLockLost must be a function; got ${typeof onLockLost}`)
     if (wakeOnRelease !== undefined && typeof wakeOnRelease !== 'boolean') throw new Error(`wakeOnRelease must be a boolean; got ${typeof wakeOnRelease}`)
     super()
-    // A signal before the first acquire too (theirs has none; ours never
-    // reads null), and a new one with each grant.
-    this[kHold] = newHold()
     this._refreshing = false
     this._acquired = false
     this._acquiredExternally = !!acquiredExternally || !!externallyAcquiredIdentifier
@@ -119,9 +116,16 @@ class Lock extends LockBase {
     return this._acquired
   }
 
-  // Beyond redis-semaphore: `signal` (LockBase), an AbortSignal aborted
-  // with the LostLockError when this lock is found lost (its refresh
-  // failed), never by a release; a new one after each acquire.
+  /**
+   * Beyond redis-semaphore: an AbortSignal aborted with the LostLockError
+   * when this lock is found lost (its refresh failed), never by a release;
+   * a new one after each acquire, and one before the first too (never
+   * null). The hold behind it is made on first use, so a lock nobody asks
+   * for a signal, and that is not lost, allocates none.
+   */
+  get signal () {
+    return signalOf(holdOf(this))
+  }
 
   acquire (abortSignal) {
     try {
@@ -205,7 +209,7 @@ class Lock extends LockBase {
       if (!this._acquired) return
       this._acquired = false
       const err = new LostLockError(`Lost ${this._kind} for key ${this._key}`)
-      lose(this[kHold], reason, this._key, 'semaphore', err)
+      lose(holdOf(this), reason, this._key, 'semaphore', err)
       // As theirs: onLockLost runs as a method of the lock, and what it
       // throws (the default throws `err`) is an unhandled rejection.
       Promise.resolve().then(() => this._onLockLost(err))
@@ -259,11 +263,17 @@ function numbersOf (lock) {
   return args
 }
 
-/** A grant's bookkeeping: held, and watched by the keeper when refreshed. */
+/** `lock`'s current hold (lib/common/holds.js), made on first use. */
+function holdOf (lock) {
+  if (lock[kHold] === null) lock[kHold] = newHold()
+  return lock[kHold]
+}
+
+/** A grant's bookkeeping: held (a new signal on first use), and watched by the keeper when refreshed. */
 function granted (lock, hold) {
   lock._acquired = true
   lock._acquiredExternally = false
-  lock[kHold] = newHold()
+  lock[kHold] = null
   if (hold !== 0) lock._watch(hold)
 }
 

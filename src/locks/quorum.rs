@@ -32,13 +32,13 @@ use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms};
 use crate::locks::fanout::{
     drift_ms, final_once_sent, majority, on_all, validity_ms, Outcome, Report, Settle, Step,
 };
-use crate::locks::renewal::{self, Lost};
+use crate::locks::renewal::{Lost, Renewal};
 use crate::locks::token;
 use crate::transport::connection::SharedConnection;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::{Timer, TokioTimer};
-use crate::waiting::wakeups::Wakeups;
+use crate::waiting::wakeups::{Source, Wakeups};
 
 /// Redlock's drift factor: 1% of the lease (see [`drift_ms`]).
 pub const DRIFT_FACTOR: f64 = 0.01;
@@ -208,59 +208,6 @@ where
     Ok(report)
 }
 
-/// What one renewal of a kept lock found (see [`renew`]).
-#[derive(Debug, PartialEq, Eq)]
-pub enum Renewal {
-    /// A majority extended it, with validity left.
-    Renewed,
-    /// A majority can no longer be reached: the key is gone or another
-    /// owner's on too many servers.
-    Lost,
-    /// Not renewed this time (servers slow or away, or no validity left),
-    /// but not known lost either; the tally says why.
-    Unsure(String),
-}
-
-/// One renewal of a kept lock: [`extend`] without giving up on failure, so
-/// the keeper can try again while the lease may still run.
-#[allow(clippy::too_many_arguments)]
-pub async fn renew<C, F, Fut>(
-    n: usize,
-    connect: F,
-    timer: &dyn Timer,
-    key: &str,
-    token: &str,
-    ms: u64,
-    server_timeout: Duration,
-) -> Result<Renewal>
-where
-    C: ConnectionLike,
-    F: Fn(usize) -> Fut,
-    Fut: Future<Output = Result<C>>,
-{
-    let report = extend_on_all(n, &connect, timer, key, token, ms, server_timeout).await?;
-    let not_ours = report
-        .outcomes
-        .iter()
-        .filter(|o| matches!(o, Outcome::NotOurs))
-        .count();
-    Ok(if report.granted {
-        Renewal::Renewed
-    } else if not_ours > n - majority(n) {
-        Renewal::Lost
-    } else {
-        let names: Vec<_> = report
-            .outcomes
-            .iter()
-            .map(|o| o.name(Step::Extend))
-            .collect();
-        Renewal::Unsure(format!(
-            "renewal not confirmed by a majority in time ({})",
-            names.join(", ")
-        ))
-    })
-}
-
 /// A Redlock lock kept by the lease keeper: `key` holding `token` on the
 /// independent `servers`, each answering a renewal within `within`; kept
 /// while a majority confirms within the new validity (the lease less
@@ -272,17 +219,38 @@ pub struct Kept {
     pub token: String,
 }
 
-impl renewal::Renewal for Kept {
+impl Renewal for Kept {
+    /// The extend script on every server, nothing given back when it falls
+    /// short: renewed on a majority with validity left; lost when too many
+    /// servers no longer have it for a majority to; else not known yet
+    /// (servers slow or away, or no validity left), the tally saying why.
     fn renew(&self, lease_ms: u64) -> BoxFuture<'_, Result<Option<Lost>>> {
         Box::pin(async move {
             let connect = |i: usize| self.servers[i].get();
             let n = self.servers.len();
-            let (key, token) = (&self.key, &self.token);
-            match renew(n, connect, &TokioTimer, key, token, lease_ms, self.within).await? {
-                Renewal::Renewed => Ok(None),
-                Renewal::Lost => Ok(Some(Lost::Expired)),
-                Renewal::Unsure(why) => Err(Error::Timeout(why)),
+            let (key, token, within) = (&self.key, &self.token, self.within);
+            let report =
+                extend_on_all(n, &connect, &TokioTimer, key, token, lease_ms, within).await?;
+            let not_ours = report
+                .outcomes
+                .iter()
+                .filter(|o| matches!(o, Outcome::NotOurs))
+                .count();
+            if report.granted {
+                return Ok(None);
             }
+            if not_ours > n - majority(n) {
+                return Ok(Some(Lost::Expired));
+            }
+            let names: Vec<_> = report
+                .outcomes
+                .iter()
+                .map(|o| o.name(Step::Extend))
+                .collect();
+            Err(Error::Timeout(format!(
+                "renewal not confirmed by a majority in time ({})",
+                names.join(", ")
+            )))
         })
     }
 
@@ -384,7 +352,9 @@ where
         Settle::AllServers,
         |_, mut c: C| async move {
             match announce {
-                Some(channel) => token::release_announced(&mut c, key, token, channel, false).await,
+                Some(channel) => {
+                    token::release_announced(&mut c, key, token, channel, Source::PubSub).await
+                }
                 None => token::release(&mut c, key, token).await,
             }
         },

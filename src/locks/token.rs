@@ -309,20 +309,18 @@ async fn fenced_set<C: ConnectionLike>(
 }
 
 /// [`release`] that also announces the release on `channel` (holders
-/// created with `wakeOnRelease`), in the same script; `sharded`: with
-/// `SPUBLISH` (Redis Cluster 7+) rather than `PUBLISH`.
+/// created with `wakeOnRelease`), in the same script, with the command the
+/// waiters' `source` hears (`SPUBLISH` for sharded pub/sub on Redis Cluster
+/// 7+, else `PUBLISH`).
 pub async fn release_announced<C: ConnectionLike>(
     conn: &mut C,
     key: &str,
     token: &str,
     channel: &str,
-    sharded: bool,
+    source: Source,
 ) -> Result<bool> {
     check_key(key)?;
-    let publish = match sharded {
-        true => Source::Sharded.publish(),
-        false => Source::PubSub.publish(),
-    };
+    let publish = source.publish();
     match announce_once(conn, key, token, channel, publish).await {
         Err(broken @ Error::Connection(_)) => {
             let again = announce_once(conn, key, token, channel, publish).await;

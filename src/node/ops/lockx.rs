@@ -30,7 +30,6 @@ use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::{Inspected, Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::timer::Timer;
-use crate::waiting::wakeups::Source;
 
 pub(crate) struct Request {
     op: LockOp,
@@ -122,7 +121,7 @@ pub(crate) fn lockx<E: Engine>(
 /// `Yes`/`No` (deleted / not ours); EXTEND `No` or its `Age`; INSPECT
 /// what was found (`Inspected`).
 async fn run<C: ConnectionLike>(
-    req: Request,
+    mut req: Request,
     target: Arc<Target>,
     conn: &mut C,
     timer: &dyn Timer,
@@ -156,8 +155,8 @@ async fn run<C: ConnectionLike>(
             else {
                 return Ok(Reply::No);
             };
-            if let Some(w) = req.watch {
-                let held = Held::new(&target.shared, &req.key, &req.token, token::KEPT);
+            if let Some(w) = req.watch.take() {
+                let held = req.held(&target);
                 let renewal = token::Kept {
                     server: Arc::clone(&target.shared),
                     key: req.key,
@@ -181,9 +180,8 @@ async fn run<C: ConnectionLike>(
                 true => {
                     let channel = release_channel(key)?;
                     let source = wake_source(&target, conn).await;
-                    let sharded = source == Source::Sharded;
                     let released =
-                        token::release_announced(conn, key, token, &channel, sharded).await;
+                        token::release_announced(conn, key, token, &channel, source).await;
                     pause.released(&released, || poke(&target, source, &channel));
                     Ok(Reply::from(released?))
                 }

@@ -248,24 +248,23 @@ where
                     // Not acknowledged: give this hold back (one hold fewer,
                     // as an unlock; the last one wakes the waiters).
                     let undone = unlock_under(conn, &connect, &target, &req, undo).await;
-                    hold::pause(None)
-                        .await
-                        .released(&undone, || wake(&target, &req));
+                    if let Ok(Unlocked::Released) = undone {
+                        wake(&target, &req);
+                    }
                     return Err(e);
                 }
             }
             if let (Some(_), Some(w)) = (held, watch) {
-                let w = w.clone();
+                let h = req.held(&target);
                 let renewal = reentrant::Kept {
                     server: Arc::clone(&target.shared),
-                    name: req.name.clone(),
-                    holder: req.flavor.holder(&req.field).into_owned(),
+                    name: h.name.clone(),
+                    holder: h.owner.clone(),
                     read: req.flavor == Flavor::Read,
                 };
                 let granted = std::time::Instant::now();
                 let until = granted + Duration::from_millis(req.lease_ms);
-                let (h, lease) = (req.held(&target), req.lease_ms);
-                hold::keep(rt()?, renewal, h, lease, granted, until, w);
+                hold::keep(rt()?, renewal, h, req.lease_ms, granted, until, w.clone());
             }
             Ok(Reply::from(held))
         }
