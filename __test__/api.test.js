@@ -157,3 +157,56 @@ test('tokens are random UUID v4', () => {
   }
   assert.equal(ids.size, 100)
 })
+
+test('every face\'s lock takes `signal` from the one lock base, and none gains an own property for it', async () => {
+  const IORedis = require('ioredis')
+  const client = new IORedis({ port: redis.server.port })
+  const { Redisson } = require('../redisson')
+  const Redlock4 = require('../redlock')
+  const { default: Redlock5 } = require('../redlock-v5')
+  const { Mutex, RedlockSemaphore } = require('../semaphore')
+  const redisson = new Redisson({ redis: { options: { host: '127.0.0.1', port: redis.server.port } } })
+  const getter = (obj) => {
+    for (let p = obj; p !== null; p = Object.getPrototypeOf(p)) {
+      const d = Object.getOwnPropertyDescriptor(p, 'signal')
+      if (d !== undefined) return d.get
+    }
+    return undefined
+  }
+  const enumerable = (obj) => Reflect.ownKeys(obj).filter((k) => Object.getOwnPropertyDescriptor(obj, k).enumerable)
+  try {
+    const fresh = (face) => `api:base:${face}:${process.pid}`
+    const r4 = await new Redlock4([client]).lock(fresh('redlock4'), 2000)
+    const r5 = await new Redlock5([client]).acquire([fresh('redlock5')], 2000)
+    const locks = {
+      redislock: createLock(client),
+      quorum: createLock([{ port: redis.server.port }]),
+      redisson: redisson.getLock(fresh('redisson')),
+      redlock4: r4,
+      redlock5: r5,
+      mutex: new Mutex(client, fresh('mutex')),
+      redlockSemaphore: new RedlockSemaphore([client], fresh('sem'), 2)
+    }
+    const base = getter(locks.redislock)
+    assert.equal(typeof base, 'function')
+    for (const [face, lock] of Object.entries(locks)) {
+      assert.equal(getter(lock), base, `${face}: signal from the one base`)
+      const before = enumerable(lock)
+      const signal = lock.signal
+      // redislock and Redisson answer null before the first hold; redlock
+      // and redis-semaphore a signal for the hold they have or will have.
+      const nullBefore = face === 'redislock' || face === 'quorum' || face === 'redisson'
+      assert.equal(signal === null, nullBefore, `${face}: signal ${signal}`)
+      if (signal !== null) assert.equal(signal.aborted, false, face)
+      assert.deepEqual(enumerable(lock), before, `${face}: asking for the signal added no enumerable property`)
+    }
+    // The peer-shaped locks keep exactly the peer's own string keys.
+    assert.deepEqual(Object.keys(r4), ['redlock', 'resource', 'value', 'expiration', 'attempts', 'attemptsRemaining'])
+    assert.deepEqual(Object.keys(r5), ['redlock', 'resources', 'value', 'attempts', 'expiration', 'settings'])
+    await r4.unlock()
+    await r5.release()
+  } finally {
+    await redisson.quit()
+    await client.quit()
+  }
+})

@@ -37,14 +37,22 @@ function signalOf (hold) {
   return hold.controller.signal
 }
 
-// The hold of a lock object that keeps its own properties to a peer's
-// shape (the node-redlock faces): off its enumerable properties.
+// A lock's current (or last) hold. A lock whose class keeps a slot for it
+// (`this[kHold] = null` in its constructor: an ordinary property store,
+// cheaper per lock than a definition) has it there; a lock that keeps its
+// own properties to a peer's shape (the node-redlock faces, which deep
+// equality and inspection see whole) gets it as a non-enumerable property
+// on first use.
 const kHold = Symbol('redislock-rs.hold')
 
-/** `lock`'s hidden hold, made on first use. */
+/** `lock`'s hold, made on first use (lib/common/lock-base.js). */
 function holdOf (lock) {
-  if (lock[kHold] === undefined) Object.defineProperty(lock, kHold, { value: newHold() })
-  return lock[kHold]
+  const hold = lock[kHold]
+  if (hold !== null && hold !== undefined) return hold
+  const made = newHold()
+  if (hold === null) lock[kHold] = made
+  else Object.defineProperty(lock, kHold, { value: made, writable: true, configurable: true })
+  return made
 }
 
 /**
@@ -57,4 +65,4 @@ function lostReason (report) {
   return refused > report.servers.length - report.quorum ? 'expired' : 'renewal-failed'
 }
 
-module.exports = { newHold, lose, signalOf, holdOf, lostReason }
+module.exports = { newHold, lose, signalOf, holdOf, lostReason, kHold }

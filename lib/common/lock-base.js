@@ -5,15 +5,21 @@
  * parts of its methods that do not depend on the face.
  *
  * Hidden state is Symbol-keyed, on every lock kind: symbols stay out of
- * Object.keys, for…in, JSON.stringify and the spread, so a lock's
- * enumerable fields are exactly its face's own (redislock's `_id, _locked,
- * _key, _client, timeout, retries, delay`; node-redisson's `_clientId`),
- * and reading one is an ordinary property load. The symbols every kind
- * uses are exported here; a face's own (Lock's extras, the quorum's server
- * names, …) live in its file.
+ * Object.keys, for…in and JSON.stringify, so a lock's string-keyed fields
+ * are exactly its face's own (redislock's `_id, _locked, _key, _client,
+ * timeout, retries, delay`; node-redisson's `_clientId`; redlock's and
+ * redis-semaphore's), and reading one is an ordinary property load. The
+ * symbols every kind uses are exported here; a face's own (Lock's extras,
+ * the quorum's server names, …) live in its file.
  *
- * - LockBase: every lock. Its current (or last) hold (lib/common/holds.js)
- *   and the `signal` getter over it.
+ * - LockBase: every face's lock (redislock, its quorum lock, the Redisson
+ *   RLock family, redlock 4 and 5, redis-semaphore's four). Its current
+ *   (or last) hold (lib/common/holds.js) and the `signal` getter over it.
+ *   A face says only whether a lock that never had a hold answers `null`
+ *   (redislock, Redisson: `kSignalBeforeHold` false on its prototype) or a
+ *   signal for the hold to come (redlock, redis-semaphore). The base's
+ *   constructor adds no property: a lock shaped as a peer's (redlock 4 is
+ *   not even a class) keeps exactly the peer's own properties.
  * - TokenLockBase: a lock held on one key under its token `_id`, with
  *   redislock's API (Lock and QuorumLock): the public fields, the acquire
  *   preamble, the "Lock has not been acquired" checks of release and
@@ -23,7 +29,7 @@
 const { randomUUID } = require('crypto')
 const Promise = require('bluebird')
 const { rejected } = require('../native/bridge')
-const { signalOf } = require('./holds')
+const { signalOf, holdOf, kHold } = require('./holds')
 const { LockAcquisitionError } = require('./errors')
 const { abortedError } = require('./abort')
 
@@ -39,25 +45,29 @@ const kEndpoints = Symbol('redislock-rs.endpoints')
 const kPrefix = Symbol('redislock-rs.keyPrefix')
 // An acquire is in flight.
 const kBusy = Symbol('redislock-rs.acquiring')
-// The current (or last) hold: null before the first.
-const kHold = Symbol('redislock-rs.hold')
+// On a lock class's prototype: whether `signal` before the first hold is
+// a signal for the hold to come (true) or null (false).
+const kSignalBeforeHold = Symbol('redislock-rs.signalBeforeHold')
 
 class LockBase {
-  constructor () {
-    this[kHold] = null
-  }
-
   /**
    * An AbortSignal for the current (or last) hold, aborted with a
-   * LockLostError when that hold is lost (never by a clean release or
-   * unlock); null before the first. What finds a loss is the face's: its
-   * keeper (autoExtend, the watchdog) as it happens, else the release or
-   * extend that finds the lock no longer ours.
+   * LockLostError (or the face's own class) when that hold is lost, never
+   * by a clean release or unlock. Before the first hold: null, or where the
+   * face says `kSignalBeforeHold`, a signal made now for the hold to come.
+   * What finds a loss is the face's: its keeper (autoExtend, the watchdog,
+   * the refresh) as it happens, else the release or extend that finds the
+   * lock no longer ours.
    */
   get signal () {
-    return signalOf(this[kHold])
+    const hold = this[kHold]
+    if (hold !== null && hold !== undefined) return signalOf(hold)
+    return this[kSignalBeforeHold] ? signalOf(holdOf(this)) : null
   }
 }
+
+// redlock's and redis-semaphore's locks answer a signal from the start.
+LockBase.prototype[kSignalBeforeHold] = true
 
 class TokenLockBase extends LockBase {
   /**
@@ -66,6 +76,7 @@ class TokenLockBase extends LockBase {
    */
   constructor (client) {
     super()
+    this[kHold] = null
     this._id = randomUUID()
     this._locked = false
     this._key = null
@@ -78,6 +89,9 @@ class TokenLockBase extends LockBase {
     return this._locked ? this.release() : Promise.resolve()
   }
 }
+
+// redislock's locks answer null before their first acquire.
+TokenLockBase.prototype[kSignalBeforeHold] = false
 
 /**
  * The rejection of an acquire of `key` that must not start, else null (no
@@ -134,5 +148,6 @@ module.exports = {
   kEndpoints,
   kPrefix,
   kBusy,
-  kHold
+  kHold,
+  kSignalBeforeHold
 }

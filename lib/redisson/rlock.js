@@ -14,7 +14,7 @@ const { keySlot, endpointName } = require('../native/loader')
 const keeper = require('../common/keeper')
 const { RedissonLockError, nativeMessage } = require('../common/errors')
 const { newHold, lose } = require('../common/holds')
-const { LockBase, kHold } = require('../common/lock-base')
+const { LockBase, kHold, kSignalBeforeHold } = require('../common/lock-base')
 const { TimeUnit } = require('./timeunit')
 const { nodePrefixName, prefixName, describe, checkUnit, millis } = require('./args')
 
@@ -156,6 +156,7 @@ class RLock extends LockBase {
       throw new TypeError(`${GETTERS[flavor]}(name, clientId): clientId must be a non-empty string; got ${describe(clientId)}`)
     }
     super()
+    this[kHold] = null
     this[kRedisson] = redisson
     this[kName] = name
     this._clientId = clientId ?? randomUUID()
@@ -278,6 +279,9 @@ class RLock extends LockBase {
     return e
   }
 }
+
+// As the redislock face's: null before the first lock().
+RLock.prototype[kSignalBeforeHold] = false
 
 /** `quit()`: the instance's watchdog holds are no longer watched. */
 function forgetInstance (id) {

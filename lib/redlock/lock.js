@@ -7,6 +7,7 @@
 
 const util = require('util')
 const holds = require('../common/holds')
+const { LockBase } = require('../common/lock-base')
 
 /**
  * redlock 4.2.0's LockError: `name`, `message` and `attempts` (how many
@@ -36,6 +37,10 @@ function Lock (redlock, resource, value, expiration, attempts, attemptsRemaining
   this.attemptsRemaining = attemptsRemaining
 }
 
+// On the one lock base (its `signal`), without its constructor: a
+// function constructor cannot call a class's, and the base's adds nothing.
+Object.setPrototypeOf(Lock.prototype, LockBase.prototype)
+
 Lock.prototype.unlock = function unlock (callback) {
   return this.redlock.unlock(this, callback)
 }
@@ -44,17 +49,11 @@ Lock.prototype.extend = function extend (ttl, callback) {
   return this.redlock.extend(this, ttl, callback)
 }
 
-/**
- * Beyond redlock 4.2.0 (kept off the lock's own properties, which stay
- * redlock's): an AbortSignal aborted with a LockLostError when this lock is found lost:
- * an extend or unlock that could not confirm it on a majority ('expired'
- * when a majority no longer had it, else 'renewal-failed'); never by a
- * clean unlock.
- */
-Object.defineProperty(Lock.prototype, 'signal', {
-  get () { return holds.signalOf(holds.holdOf(this)) },
-  configurable: true
-})
+// Beyond redlock 4.2.0, `signal` (lib/common/lock-base.js; its hold kept
+// off the lock's own properties, which stay redlock's): aborted with a
+// LockLostError when an extend or unlock could not confirm the lock on a
+// majority ('expired' when a majority no longer had it, else
+// 'renewal-failed'); never by a clean unlock.
 
 /** Marks `lock` lost as `report` (not granted) says, once, and aborts its signal. */
 function loseLock (lock, report) {

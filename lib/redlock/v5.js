@@ -22,6 +22,7 @@ const { randomHex16 } = require('../common/random')
 const keeper = require('../common/keeper')
 const { lockLost, nativeMessage } = require('../common/errors')
 const holds = require('../common/holds')
+const { LockBase } = require('../common/lock-base')
 const trace = require('../common/trace')
 const { instrument } = trace
 
@@ -57,9 +58,16 @@ class ExecutionError extends Error {
   }
 }
 
-/** A lock on `resources`: its random `value`, `expiration` (ms since the epoch; 0 once released or extended). */
-class Lock {
+/**
+ * A lock on `resources`: its random `value`, `expiration` (ms since the
+ * epoch; 0 once released or extended). Beyond node-redlock 5, `signal`
+ * (lib/common/lock-base.js; its hold kept off the lock's own properties):
+ * aborted with a LockLostError when a release or extend could not confirm
+ * the lock on a majority, never by a clean release.
+ */
+class Lock extends LockBase {
   constructor (redlock, resources, value, attempts, expiration, settings) {
+    super()
     this.redlock = redlock
     this.resources = resources
     this.value = value
@@ -74,15 +82,6 @@ class Lock {
 
   async extend (duration) {
     return this.redlock.extend(this, duration, this.settings)
-  }
-
-  /**
-   * Beyond node-redlock 5: an AbortSignal aborted with a LockLostError when
-   * this lock is found lost (a release or extend that could not confirm it
-   * on a majority), never by a clean release.
-   */
-  get signal () {
-    return holds.signalOf(holds.holdOf(this))
   }
 }
 

@@ -27,7 +27,7 @@ const keeper = require('../common/keeper')
 const trace = require('../common/trace')
 const { LostLockError, TimeoutError } = require('./errors')
 const { LockBase, kHold } = require('../common/lock-base')
-const { newHold, lose, signalOf } = require('../common/holds')
+const { lose, holdOf } = require('../common/holds')
 
 /** redis-semaphore's defaults; one live object, read at each construction (as theirs). */
 const defaultTimeoutOptions = {
@@ -98,6 +98,7 @@ class Lock extends LockBase {
     if (typeof onLockLost !== 'function') throw new Error(`onLockLost must be a function; got ${typeof onLockLost}`)
     if (wakeOnRelease !== undefined && typeof wakeOnRelease !== 'boolean') throw new Error(`wakeOnRelease must be a boolean; got ${typeof wakeOnRelease}`)
     super()
+    this[kHold] = null
     this._refreshing = false
     this._acquired = false
     this._acquiredExternally = !!acquiredExternally || !!externallyAcquiredIdentifier
@@ -114,17 +115,6 @@ class Lock extends LockBase {
 
   get isAcquired () {
     return this._acquired
-  }
-
-  /**
-   * Beyond redis-semaphore: an AbortSignal aborted with the LostLockError
-   * when this lock is found lost (its refresh failed), never by a release;
-   * a new one after each acquire, and one before the first too (never
-   * null). The hold behind it is made on first use, so a lock nobody asks
-   * for a signal, and that is not lost, allocates none.
-   */
-  get signal () {
-    return signalOf(holdOf(this))
   }
 
   acquire (abortSignal) {
@@ -261,12 +251,6 @@ function numbersOf (lock) {
   args[SLOT_WAIT_MS] = o.acquireTimeout === Number.POSITIVE_INFINITY ? -1 : Math.ceil(o.acquireTimeout)
   args[SLOT_DELAY] = Math.ceil(o.retryInterval)
   return args
-}
-
-/** `lock`'s current hold (lib/common/holds.js), made on first use. */
-function holdOf (lock) {
-  if (lock[kHold] === null) lock[kHold] = newHold()
-  return lock[kHold]
 }
 
 /** A grant's bookkeeping: held (a new signal on first use), and watched by the keeper when refreshed. */
