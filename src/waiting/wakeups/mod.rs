@@ -33,16 +33,18 @@
 //! cluster connection, which sends it to the node serving the channel's
 //! slot (the lock key's) and subscribes again after a failover or a slot
 //! move. A node's link dropping wakes every waiter, as a broken link does.
+//!
+//! This file is the registry (channels and their waiters, subscriptions,
+//! what a release heard does, when to connect and unsubscribe); `links.rs`
+//! makes the subscriber connection for each [`Source`] and its reader, and
+//! knows nothing of the registry; `channel.rs` is one channel's state and
+//! `stream.rs` parses node-redisson's event stream.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::{select, Either};
-use futures_util::StreamExt;
-use redis::aio::{MultiplexedConnection, PubSubSink};
-use redis::cluster_async::ClusterConnection;
-use redis::{AsyncConnectionConfig, PushKind, Value};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
@@ -50,57 +52,16 @@ use crate::error::{Error, Result};
 use crate::transport::endpoint::Endpoint;
 
 mod channel;
+mod links;
 mod stream;
 
 use channel::Channel;
-use stream::{entry_ids, stream_entries, text, READ_BLOCK};
-
-/// node-redisson's event stream (`eventAdapter: 'streams'`), read by the
-/// stream reader.
-pub const EVENTS_STREAM: &str = "redisson:events";
-
-/// Where a [`Wakeups`] hears of releases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
-    /// `SUBSCRIBE` to the lock's channel: on one server, or on one node of
-    /// a cluster (a `PUBLISH` reaches every node).
-    PubSub,
-    /// node-redisson's event stream (`XREAD`).
-    Streams,
-    /// `SSUBSCRIBE` through the cluster connection (Redis Cluster 7+).
-    Sharded,
-}
-
-impl Source {
-    /// 0, 1 or 2: where per-source things sit in arrays.
-    pub fn index(self) -> usize {
-        match self {
-            Source::PubSub => 0,
-            Source::Streams => 1,
-            Source::Sharded => 2,
-        }
-    }
-
-    /// The command a release announces itself with, for waiters listening
-    /// on this source: `SPUBLISH` for sharded pub/sub, else `PUBLISH`.
-    pub fn publish(self) -> &'static str {
-        match self {
-            Source::Sharded => "SPUBLISH",
-            _ => "PUBLISH",
-        }
-    }
-}
+pub use links::Source;
+use links::{Link, Listener};
+pub use stream::EVENTS_STREAM;
 
 /// Channels with waiters in this process: each with its waiter count.
 type Channels = HashMap<String, (Arc<Channel>, usize)>;
-
-/// The live subscriber connection.
-enum Link {
-    PubSub(PubSubSink),
-    /// The stream reader runs as its own task; nothing to send.
-    Streams,
-    Sharded(ClusterConnection),
-}
 
 pub struct Wakeups {
     endpoint: Endpoint,
@@ -213,175 +174,28 @@ impl Wakeups {
     async fn ensure(self: Arc<Self>, name: String, chan: Arc<Channel>) -> Result<u64> {
         let mut link = self.link.lock().await;
         if link.is_none() {
-            *link = Some(Arc::clone(&self).connect().await?);
+            let listener: Arc<dyn Listener> = Arc::clone(&self) as Arc<dyn Listener>;
+            let (made, reader) = links::connect(&self.endpoint, self.source, listener).await?;
+            let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+            let me = Arc::clone(&self);
+            self.rt.spawn(async move {
+                reader.await;
+                me.broken(epoch).await;
+            });
+            *link = Some(made);
         }
         let epoch = self.epoch.load(Ordering::Acquire);
         if chan.confirmed.load(Ordering::Acquire) == epoch {
             return Ok(epoch);
         }
-        let timeout = self.endpoint.command_timeout;
-        let subscribed = match link.as_mut() {
-            Some(Link::PubSub(sink)) => {
-                Some(tokio::time::timeout(timeout, sink.subscribe(&name)).await)
-            }
-            Some(Link::Sharded(conn)) => {
-                Some(tokio::time::timeout(timeout, conn.ssubscribe(&name)).await)
-            }
-            _ => None,
-        };
-        if let Some(subscribed) = subscribed {
-            match subscribed {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    self.drop_link(&mut link);
-                    return Err(e.into());
-                }
-                Err(_) => {
-                    self.drop_link(&mut link);
-                    return Err(Error::Timeout(format!(
-                        "Redis did not confirm SUBSCRIBE {name} within {} ms",
-                        timeout.as_millis()
-                    )));
-                }
+        if let Some(live) = link.as_mut() {
+            if let Err(e) = live.subscribe(&name, self.endpoint.command_timeout).await {
+                self.drop_link(&mut link);
+                return Err(e);
             }
         }
         chan.confirmed.store(epoch, Ordering::Release);
         Ok(epoch)
-    }
-
-    async fn connect(self: Arc<Self>) -> Result<Link> {
-        if self.endpoint.relay.is_some() {
-            // Commands through a client's own methods: no subscriber of
-            // ours can reach its server, so waiters poll.
-            return Err(Error::Connection(
-                "a client that commands go through has no subscriber connection".into(),
-            ));
-        }
-        // Behind Sentinel: the primary it names now, as for commands.
-        let client = match &self.endpoint.sentinel {
-            Some(spec) => {
-                let deadline = tokio::time::Instant::now() + self.endpoint.connect_timeout;
-                self.endpoint.sentinel_primary(spec, deadline).await?
-            }
-            None => self.endpoint.client()?,
-        };
-        let within = self.endpoint.connect_timeout;
-        let describe = |e: String| {
-            Error::Connection(format!(
-                "Redis subscriber connection to {} failed: {e}",
-                self.endpoint.describe()
-            ))
-        };
-        let link = match self.source {
-            Source::Sharded => {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                let client = self.endpoint.cluster_subscriber(tx)?;
-                let conn = tokio::time::timeout(within, client.get_async_connection())
-                    .await
-                    .map_err(|_| describe("timed out".into()))?
-                    .map_err(|e| describe(e.to_string()))?;
-                let me = Arc::clone(&self);
-                let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
-                self.rt.spawn(async move {
-                    // Ends when the connection (which holds the sender) is gone.
-                    while let Some(push) = rx.recv().await {
-                        match push.kind {
-                            PushKind::SMessage => {
-                                if let Some(name) = push.data.first().and_then(text) {
-                                    let payload = match push.data.get(1) {
-                                        Some(Value::BulkString(b)) => b.as_slice(),
-                                        _ => &[],
-                                    };
-                                    me.heard(&name, payload);
-                                }
-                            }
-                            // A node's link dropped: a release may be lost
-                            // until the crate has subscribed again.
-                            PushKind::Disconnection => me.wake_all(),
-                            _ => {}
-                        }
-                    }
-                    me.broken(epoch).await;
-                });
-                Link::Sharded(conn)
-            }
-            Source::PubSub => {
-                let pubsub = tokio::time::timeout(within, client.get_async_pubsub())
-                    .await
-                    .map_err(|_| describe("timed out".into()))?
-                    .map_err(|e| describe(e.to_string()))?;
-                let (sink, mut stream) = pubsub.split();
-                let me = Arc::clone(&self);
-                let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
-                self.rt.spawn(async move {
-                    while let Some(msg) = stream.next().await {
-                        me.heard(msg.get_channel_name(), msg.get_payload_bytes());
-                    }
-                    me.broken(epoch).await;
-                });
-                Link::PubSub(sink)
-            }
-            Source::Streams => {
-                // Its own connection: XREAD BLOCK would hold up the shared one.
-                let config = AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(within))
-                    .set_response_timeout(Some(READ_BLOCK + self.endpoint.command_timeout));
-                let mut conn = tokio::time::timeout(
-                    within,
-                    client.get_multiplexed_async_connection_with_config(&config),
-                )
-                .await
-                .map_err(|_| describe("timed out".into()))?
-                .map_err(|e| describe(e.to_string()))?;
-                // Read from the newest entry now: every release after this
-                // point (and so after any subscription confirmed on this
-                // link) is seen.
-                let newest: Value = redis::cmd("XREVRANGE")
-                    .arg(EVENTS_STREAM)
-                    .arg("+")
-                    .arg("-")
-                    .arg("COUNT")
-                    .arg(1)
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(|e| describe(e.to_string()))?;
-                let from = entry_ids(&newest).pop().unwrap_or_else(|| "0-0".into());
-                let me = Arc::clone(&self);
-                let epoch = self.epoch.fetch_add(1, Ordering::AcqRel) + 1;
-                self.rt.spawn(async move {
-                    me.read_stream(conn, from).await;
-                    me.broken(epoch).await;
-                });
-                Link::Streams
-            }
-        };
-        Ok(link)
-    }
-
-    /// Follows node-redisson's event stream until the connection fails or
-    /// nobody waits any more.
-    async fn read_stream(&self, mut conn: MultiplexedConnection, mut from: String) {
-        loop {
-            let reply: redis::RedisResult<Value> = redis::cmd("XREAD")
-                .arg("COUNT")
-                .arg(100)
-                .arg("BLOCK")
-                .arg(READ_BLOCK.as_millis() as u64)
-                .arg("STREAMS")
-                .arg(EVENTS_STREAM)
-                .arg(&from)
-                .query_async(&mut conn)
-                .await;
-            let Ok(reply) = reply else { return };
-            for (id, channel) in stream_entries(&reply) {
-                self.released(&channel);
-                from = id;
-            }
-            if locked(&self.channels).is_empty() {
-                // Idle: drop the reader; the next waiter starts a new one.
-                return;
-            }
-        }
     }
 
     /// A release this process just made on `channel` (its reply is in):
@@ -392,19 +206,6 @@ impl Wakeups {
     pub fn poke(&self, channel: &str) {
         if let Some(c) = self.channel(channel) {
             c.poke.notify_one();
-        }
-    }
-
-    fn released(&self, channel: &str) {
-        if let Some(c) = self.channel(channel) {
-            c.bump();
-        }
-    }
-
-    /// A pub/sub message `payload` on `channel`.
-    fn heard(&self, channel: &str, payload: &[u8]) {
-        if let Some(c) = self.channel(channel) {
-            c.heard(payload);
         }
     }
 
@@ -459,25 +260,37 @@ impl Wakeups {
         if gone {
             let within = self.endpoint.command_timeout;
             let done = match link.as_mut() {
-                Some(Link::PubSub(sink)) => {
-                    matches!(
-                        tokio::time::timeout(within, sink.unsubscribe(&name)).await,
-                        Ok(Ok(()))
-                    )
-                }
-                Some(Link::Sharded(conn)) => {
-                    matches!(
-                        tokio::time::timeout(within, conn.sunsubscribe(&name)).await,
-                        Ok(Ok(()))
-                    )
-                }
-                _ => true,
+                Some(live) => live.unsubscribe(&name, within).await,
+                None => true,
             };
             if !done {
                 // Unsure state: start over on a fresh link next time.
                 self.drop_link(&mut link);
             }
         }
+    }
+}
+
+/// What the link's reader hears, told to this process's waiters.
+impl Listener for Wakeups {
+    fn heard(&self, channel: &str, payload: &[u8]) {
+        if let Some(c) = self.channel(channel) {
+            c.heard(payload);
+        }
+    }
+
+    fn released(&self, channel: &str) {
+        if let Some(c) = self.channel(channel) {
+            c.bump();
+        }
+    }
+
+    fn missed(&self) {
+        self.wake_all();
+    }
+
+    fn idle(&self) -> bool {
+        locked(&self.channels).is_empty()
     }
 }
 

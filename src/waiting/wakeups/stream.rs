@@ -6,6 +6,10 @@ use std::time::Duration;
 
 use redis::Value;
 
+/// node-redisson's event stream (`eventAdapter: 'streams'`), read by the
+/// stream reader.
+pub const EVENTS_STREAM: &str = "redisson:events";
+
 /// How long one stream read blocks in Redis.
 pub(super) const READ_BLOCK: Duration = Duration::from_millis(5000);
 
