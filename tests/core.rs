@@ -8,6 +8,11 @@ use std::time::{Duration, Instant};
 use redislock_rs::error::Error;
 use redislock_rs::locks::token::{self, AcquireOptions};
 use redislock_rs::transport::connection::SharedConnection;
+use redislock_rs::transport::dialect::Dialect;
+
+/// What the test servers speak (all run the same binary: Redis, or with
+/// REDISLOCK_RS_SERVER a Valkey 9 that locks without Lua), learned once.
+static DIALECT: Dialect = Dialect::new();
 use redislock_rs::transport::endpoint::{Endpoint, EndpointSpec};
 use redislock_rs::waiting::retry::Retries;
 use redislock_rs::waiting::timer::TokioTimer;
@@ -29,7 +34,10 @@ impl Server {
 
     /// A server on `port`.
     fn start_on(port: u16, extra: &[&str]) -> Server {
-        let child = Command::new("redis-server")
+        // REDISLOCK_RS_SERVER: another server binary (a valkey-server;
+        // scripts/test-engines.js runs these tests on both).
+        let bin = std::env::var("REDISLOCK_RS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let child = Command::new(bin)
             .args([
                 "--port",
                 &port.to_string(),
@@ -135,10 +143,10 @@ async fn acquire_release_extend_round_trip() {
     )
     .await
     .unwrap());
-    assert!(!token::release(&mut conn, "k", &other).await.unwrap());
-    assert!(!token::extend(&mut conn, "k", &other, 50_000).await.unwrap());
+    assert!(!token::release(&mut conn, &DIALECT, "k", &other).await.unwrap());
+    assert!(!token::extend(&mut conn, &DIALECT, "k", &other, 50_000).await.unwrap());
 
-    assert!(token::extend(&mut conn, "k", &token, 50_000).await.unwrap());
+    assert!(token::extend(&mut conn, &DIALECT, "k", &token, 50_000).await.unwrap());
     let ttl: i64 = redis::cmd("PTTL")
         .arg("k")
         .query_async(&mut check)
@@ -146,14 +154,14 @@ async fn acquire_release_extend_round_trip() {
         .unwrap();
     assert!(ttl > 49_000, "ttl after extend {ttl}");
 
-    assert!(token::release(&mut conn, "k", &token).await.unwrap());
+    assert!(token::release(&mut conn, &DIALECT, "k", &token).await.unwrap());
     let exists: i64 = redis::cmd("EXISTS")
         .arg("k")
         .query_async(&mut check)
         .await
         .unwrap();
     assert_eq!(exists, 0);
-    assert!(!token::release(&mut conn, "k", &token).await.unwrap());
+    assert!(!token::release(&mut conn, &DIALECT, "k", &token).await.unwrap());
 }
 
 #[tokio::test]
@@ -233,7 +241,7 @@ async fn waiting_forever_gets_the_lock_once_released() {
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!waiter.is_finished());
-    assert!(token::release(&mut conn, "w", &holder).await.unwrap());
+    assert!(token::release(&mut conn, &DIALECT, "w", &holder).await.unwrap());
     let got = tokio::time::timeout(Duration::from_secs(5), waiter)
         .await
         .expect("waiter finished")
@@ -300,13 +308,13 @@ async fn release_and_extend_survive_script_flush() {
         .query_async(&mut check)
         .await
         .unwrap();
-    assert!(token::extend(&mut conn, "f", &token, 20_000).await.unwrap());
+    assert!(token::extend(&mut conn, &DIALECT, "f", &token, 20_000).await.unwrap());
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut check)
         .await
         .unwrap();
-    assert!(token::release(&mut conn, "f", &token).await.unwrap());
+    assert!(token::release(&mut conn, &DIALECT, "f", &token).await.unwrap());
 }
 
 #[tokio::test]
@@ -334,7 +342,7 @@ async fn invalid_arguments_are_errors_not_panics() {
     .await
     .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)));
-    let err = token::extend(&mut conn, "k", "t", 0).await.unwrap_err();
+    let err = token::extend(&mut conn, &DIALECT, "k", "t", 0).await.unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)));
 }
 
@@ -381,7 +389,7 @@ async fn locks_over_a_unix_socket_from_url_or_path() {
         .await
         .unwrap();
     assert_eq!(stored.as_deref(), Some(token.as_str()));
-    assert!(token::release(&mut conn, "u", &token).await.unwrap());
+    assert!(token::release(&mut conn, &DIALECT, "u", &token).await.unwrap());
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -597,6 +605,7 @@ async fn a_quorum_acquire_settles_on_a_majority_without_the_slowest_server() {
     let r = quorum::acquire(
         3,
         connect,
+        &|_| &DIALECT,
         &TokioTimer,
         "q:settle",
         "t1",

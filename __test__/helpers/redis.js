@@ -4,10 +4,16 @@
  * Starts and stops throwaway `redis-server` processes for the tests, on free
  * ports, keeping nothing on disk. Only processes started here are stopped,
  * by PID.
+ *
+ * The server binary is `redis-server`, or the one REDISLOCK_RS_SERVER names
+ * (scripts/test-engines.js runs the suites once on Redis and once on a
+ * `valkey-server`). A server with TLS is always `redis-server`: the Valkey
+ * build the tests install (scripts/valkey.js) has no TLS.
  */
 
 const { spawn } = require('child_process')
 const net = require('net')
+const path = require('path')
 const { sleep } = require('./wait')
 
 /** A TCP port nothing listens on right now. */
@@ -39,8 +45,18 @@ function waitForPort (port, timeoutMs) {
   })
 }
 
+/** The server binary the tests run: `redis-server` unless REDISLOCK_RS_SERVER names another. */
+function serverBin () {
+  return process.env.REDISLOCK_RS_SERVER || 'redis-server'
+}
+
+/** 'valkey' when the tests run on a valkey-server, else 'redis'. */
+function serverKind () {
+  return /valkey/.test(path.basename(serverBin())) ? 'valkey' : 'redis'
+}
+
 /**
- * Starts `redis-server` with `--save '' --appendonly no` plus `args` (or, with
+ * Starts `redis-server` (see serverBin) with `--save '' --appendonly no` plus `args` (or, with
  * `sentinelConf`, a sentinel on that config file).
  * Resolves to {port, pid, url, stop(), restart()}.
  */
@@ -57,7 +73,8 @@ async function startRedis (options = {}) {
     get pid () { return proc && proc.pid },
     url: `redis://127.0.0.1:${port}`,
     async start () {
-      proc = spawn(options.bin || 'redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] })
+      const bin = options.bin || (args.includes('--tls-port') ? 'redis-server' : serverBin())
+      proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] })
       let stderr = ''
       proc.stderr.on('data', (d) => { stderr += d })
       const exited = new Promise((resolve, reject) => proc.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${stderr}`))))
@@ -153,4 +170,4 @@ function admin (port, options = {}) {
   return new IORedis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 50, ...options })
 }
 
-module.exports = { startRedis, freePort, useRedis, withClient, command, ask, askWith, admin }
+module.exports = { serverBin, serverKind, startRedis, freePort, useRedis, withClient, command, ask, askWith, admin }

@@ -40,7 +40,7 @@ async function build (started) {
       'sentinel failover-timeout mymaster 2000',
       ''
     ].join('\n'))
-    const s = await startRedis({ port, bin: 'redis-server', args: [], sentinelConf: conf })
+    const s = await startRedis({ port, args: [], sentinelConf: conf })
     started.push(s)
     sentinels.push(s)
   }

@@ -35,6 +35,7 @@ use crate::locks::fanout::{
 use crate::locks::renewal::{Lost, Renewal};
 use crate::locks::token;
 use crate::transport::connection::SharedConnection;
+use crate::transport::dialect::Dialect;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::{Timer, TokioTimer};
@@ -60,9 +61,10 @@ pub struct QuorumOptions {
 /// each server's wake-up source and the release channel, and the wait's
 /// cancel switch). `random` gives a number in 0..1 for the jitter.
 #[allow(clippy::too_many_arguments)]
-pub async fn acquire<C, F, Fut>(
+pub async fn acquire<'d, C, F, Fut>(
     n: usize,
     connect: F,
+    dialect: Dialects<'_, 'd>,
     timer: &dyn Timer,
     key: &str,
     token: &str,
@@ -83,9 +85,13 @@ where
         jitter: opts.jitter,
     };
     let mut majority = Majority {
-        n,
-        connect: &connect,
-        timer,
+        on: Servers {
+            n,
+            connect: &connect,
+            dialect,
+            timer,
+            server_timeout: opts.server_timeout,
+        },
         key,
         token,
         opts,
@@ -97,16 +103,14 @@ where
 }
 
 /// An attempt on a majority (see [`attempt`]): won when granted.
-struct Majority<'a, F> {
-    n: usize,
-    connect: &'a F,
-    timer: &'a dyn Timer,
+struct Majority<'a, 'd, F> {
+    on: Servers<'a, 'd, F>,
     key: &'a str,
     token: &'a str,
     opts: &'a QuorumOptions,
 }
 
-impl<C, F, Fut> Attempt for Majority<'_, F>
+impl<C, F, Fut> Attempt for Majority<'_, '_, F>
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
@@ -116,15 +120,7 @@ where
     type Lost = Report;
 
     async fn attempt(&mut self) -> Result<std::result::Result<Report, Report>> {
-        let report = attempt(
-            self.n,
-            self.connect,
-            self.timer,
-            self.key,
-            self.token,
-            self.opts,
-        )
-        .await;
+        let report = attempt(&self.on, self.key, self.token, self.opts).await;
         Ok(if report.granted {
             Ok(report)
         } else {
@@ -136,9 +132,7 @@ where
 /// One attempt: `SET NX` on every server at once; granted on a majority
 /// with validity left, else what it took is given back everywhere.
 async fn attempt<C, F, Fut>(
-    n: usize,
-    connect: &F,
-    timer: &dyn Timer,
+    on: &Servers<'_, '_, F>,
     key: &str,
     token: &str,
     opts: &QuorumOptions,
@@ -148,12 +142,12 @@ where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
-    let started = Instant::now();
+    let (n, started) = (on.n, Instant::now());
     let outcomes = on_all(
         n,
-        connect,
-        timer,
-        opts.server_timeout,
+        on.connect,
+        on.timer,
+        on.server_timeout,
         Settle::Majority(&final_once_sent),
         |_, mut c: C| async move { token::try_acquire(&mut c, key, token, opts.ttl_ms).await },
     )
@@ -171,7 +165,7 @@ where
     // Give back what this attempt may have taken (a timed-out SET may
     // have landed too), everywhere at once.
     if !granted && outcomes.iter().any(|o| !matches!(o, Outcome::Held)) {
-        release_all(n, connect, timer, opts.server_timeout, key, token, None).await;
+        release_all(on, key, token, None).await;
     }
     Report {
         granted,
@@ -187,9 +181,11 @@ where
 /// Sets `key`'s TTL to `ms` on a majority for `token`; if that fails (or
 /// the new validity is not positive) the lock is lost and released
 /// everywhere.
-pub async fn extend<C, F, Fut>(
+#[allow(clippy::too_many_arguments)]
+pub async fn extend<'d, C, F, Fut>(
     n: usize,
     connect: F,
+    dialect: Dialects<'_, 'd>,
     timer: &dyn Timer,
     key: &str,
     token: &str,
@@ -201,9 +197,16 @@ where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
-    let report = extend_on_all(n, &connect, timer, key, token, ms, server_timeout).await?;
+    let on = Servers {
+        n,
+        connect: &connect,
+        dialect,
+        timer,
+        server_timeout,
+    };
+    let report = extend_on_all(&on, key, token, ms).await?;
     if !report.granted {
-        release_all(n, &connect, timer, server_timeout, key, token, None).await;
+        release_all(&on, key, token, None).await;
     }
     Ok(report)
 }
@@ -226,11 +229,15 @@ impl Renewal for Kept {
     /// (servers slow or away, or no validity left), the tally saying why.
     fn renew(&self, lease_ms: u64) -> BoxFuture<'_, Result<Option<Lost>>> {
         Box::pin(async move {
-            let connect = |i: usize| self.servers[i].get();
             let n = self.servers.len();
-            let (key, token, within) = (&self.key, &self.token, self.within);
-            let report =
-                extend_on_all(n, &connect, &TokioTimer, key, token, lease_ms, within).await?;
+            let on = Servers {
+                n,
+                connect: &|i: usize| self.servers[i].get(),
+                dialect: &|i: usize| self.servers[i].dialect(),
+                timer: &TokioTimer,
+                server_timeout: self.within,
+            };
+            let report = extend_on_all(&on, &self.key, &self.token, lease_ms).await?;
             let not_ours = report
                 .outcomes
                 .iter()
@@ -259,29 +266,41 @@ impl Renewal for Kept {
     }
 }
 
-async fn extend_on_all<C, F, Fut>(
+/// Each server's [`Dialect`], by its index.
+pub type Dialects<'a, 'd> = &'a (dyn Fn(usize) -> &'d Dialect + Sync);
+
+/// The servers of one quorum operation: how to reach each, what each
+/// speaks, the clock and each server's bound.
+struct Servers<'a, 'd, F> {
     n: usize,
-    connect: &F,
-    timer: &dyn Timer,
+    connect: &'a F,
+    dialect: Dialects<'a, 'd>,
+    timer: &'a dyn Timer,
+    server_timeout: Duration,
+}
+
+async fn extend_on_all<C, F, Fut>(
+    on: &Servers<'_, '_, F>,
     key: &str,
     token: &str,
     ms: u64,
-    server_timeout: Duration,
 ) -> Result<Report>
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
+    let n = on.n;
     check(n, key, ms)?;
     let started = Instant::now();
+    let dialect = on.dialect;
     let outcomes = on_all(
         n,
-        connect,
-        timer,
-        server_timeout,
+        on.connect,
+        on.timer,
+        on.server_timeout,
         Settle::AllServers,
-        |_, mut c: C| async move { token::extend(&mut c, key, token, ms).await },
+        |i, mut c: C| async move { token::extend(&mut c, dialect(i), key, token, ms).await },
     )
     .await;
     let validity = validity_ms(ms, started.elapsed(), DRIFT_FACTOR);
@@ -301,9 +320,10 @@ where
 /// channel `announce` if given (`wakeOnRelease`). Granted when a majority
 /// confirmed the delete (the others expire by TTL).
 #[allow(clippy::too_many_arguments)]
-pub async fn release<C, F, Fut>(
+pub async fn release<'d, C, F, Fut>(
     n: usize,
     connect: F,
+    dialect: Dialects<'_, 'd>,
     timer: &dyn Timer,
     key: &str,
     token: &str,
@@ -317,7 +337,14 @@ where
 {
     check(n, key, 1)?;
     let started = Instant::now();
-    let outcomes = release_all(n, &connect, timer, server_timeout, key, token, announce).await;
+    let on = Servers {
+        n,
+        connect: &connect,
+        dialect,
+        timer,
+        server_timeout,
+    };
+    let outcomes = release_all(&on, key, token, announce).await;
     let got = outcomes.iter().filter(|o| o.ok()).count();
     Ok(Report {
         granted: got >= majority(n),
@@ -331,10 +358,7 @@ where
 }
 
 async fn release_all<C, F, Fut>(
-    n: usize,
-    connect: &F,
-    timer: &dyn Timer,
-    server_timeout: Duration,
+    on: &Servers<'_, '_, F>,
     key: &str,
     token: &str,
     announce: Option<&str>,
@@ -344,18 +368,20 @@ where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
+    let dialect = on.dialect;
     on_all(
-        n,
-        connect,
-        timer,
-        server_timeout,
+        on.n,
+        on.connect,
+        on.timer,
+        on.server_timeout,
         Settle::AllServers,
-        |_, mut c: C| async move {
+        |i, mut c: C| async move {
+            let d = dialect(i);
             match announce {
                 Some(channel) => {
-                    token::release_announced(&mut c, key, token, channel, Source::PubSub).await
+                    token::release_announced(&mut c, d, key, token, channel, Source::PubSub).await
                 }
-                None => token::release(&mut c, key, token).await,
+                None => token::release(&mut c, d, key, token).await,
             }
         },
     )

@@ -3,6 +3,13 @@
 //! wait loop), release, extend; with the options beyond redislock 1.3.0
 //! (fencing, announced releases, replica acknowledgement).
 //!
+//! On a server that can compare without Lua (transport/dialect.rs: Valkey
+//! 9.0+), release is `DELIFEQ`, extend `SET … IFEQ … PX`, the keeper's
+//! renewal `SET … IFEQ … PX … GET`, and an announced release `DELIFEQ`
+//! pipelined with its `PUBLISH`; the same data, so a scripted holder and a
+//! Lua-free one exclude each other. Fencing keeps its script (the grant
+//! and the counter must move together).
+//!
 //! Written against `redis::aio::ConnectionLike` and a [`Timer`] rather than
 //! a concrete connection and clock, so the same code runs on either engine
 //! (tokio thread or the JavaScript thread's own loop), and a cluster or
@@ -23,6 +30,7 @@ use crate::locks::renewal::{Lost, Renewal};
 use crate::locks::replicas::{self, Replicas};
 use crate::locks::resend::{resent, Resend};
 use crate::transport::connection::SharedConnection;
+use crate::transport::dialect::{unknown_command, Dialect, Speaks};
 use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
@@ -131,6 +139,10 @@ pub struct Grant<'a> {
     /// `replicas: N`: a grant counts once N replicas acknowledged it
     /// (else it is released and the acquire fails with the shortfall).
     pub replicas: Option<Replicas>,
+    /// The server's [`Dialect`]: learned before the first attempt (so a
+    /// user who may run no script there is told now, not by the release),
+    /// and how a grant is undone. None: scripts.
+    pub dialect: Option<&'a Dialect>,
 }
 
 /// A grant: when its winning attempt was sent (the lease runs from no
@@ -157,6 +169,9 @@ pub async fn acquire_with<C: ConnectionLike>(
     check_key(key)?;
     if !is_positive_ms(opts.ttl_ms) {
         return Err(invalid_timeout(opts.ttl_ms));
+    }
+    if let Some(dialect) = grant.dialect {
+        dialect.of(conn).await?;
     }
     if let Some(want) = grant.replicas {
         // More replicas than the primary has can never be met: refuse
@@ -217,7 +232,7 @@ async fn attempt_with<C: ConnectionLike>(
     let got = attempt_raw(conn, key, token, ttl_ms, grant).await?;
     if let (Some(g), Some(want)) = (got, grant.replicas) {
         if let Err(e) = replicas::wait_for(conn, want).await {
-            let _ = release(conn, key, token).await;
+            let _ = undo(conn, grant.dialect, key, token).await;
             return Err(e);
         }
         return Ok(Some(g));
@@ -249,7 +264,7 @@ async fn attempt_raw<C: ConnectionLike>(
             })),
             Ok(false) => Ok(None),
             Err(err @ Error::Timeout(_)) => {
-                let _ = release_after_timeout(conn, key, token).await;
+                let _ = release_after_timeout(conn, grant.dialect, key, token).await;
                 Err(err)
             }
             Err(err) => Err(err),
@@ -280,7 +295,7 @@ async fn attempt_raw<C: ConnectionLike>(
             attempts: 1,
         })),
         Err(err @ Error::Timeout(_)) => {
-            let _ = release_after_timeout(conn, key, token).await;
+            let _ = release_after_timeout(conn, grant.dialect, key, token).await;
             Err(err)
         }
         Err(err) => Err(err),
@@ -312,8 +327,14 @@ async fn fenced_set<C: ConnectionLike>(
 /// created with `wakeOnRelease`), in the same script, with the command the
 /// waiters' `source` hears (`SPUBLISH` for sharded pub/sub on Redis Cluster
 /// 7+, else `PUBLISH`).
+///
+/// Without Lua the `DELIFEQ` and the announcement go out pipelined, and the
+/// announcement goes out even when nothing was deleted: a waiter woken for
+/// nothing tries once and sleeps again (a script would have to check first;
+/// two round trips would slow every release).
 pub async fn release_announced<C: ConnectionLike>(
     conn: &mut C,
+    dialect: &Dialect,
     key: &str,
     token: &str,
     channel: &str,
@@ -321,6 +342,20 @@ pub async fn release_announced<C: ConnectionLike>(
 ) -> Result<bool> {
     check_key(key)?;
     let publish = source.publish();
+    if dialect.of(conn).await? == Speaks::CompareCommands {
+        let mut pipe = redis::pipe();
+        pipe.cmd("DELIFEQ").arg(key).arg(token);
+        pipe.cmd(publish).arg(channel).arg("1").ignore();
+        let first = pipe.query_async::<(i64,)>(conn).await.map(|(n,)| n);
+        match lua_free(dialect, first) {
+            LuaFree::Done(result) => return result,
+            LuaFree::Again(broken) => {
+                let again = pipe.query_async::<(i64,)>(conn).await.map(|(n,)| n);
+                return resent(broken, again.map_err(Error::from), Resend::Removes);
+            }
+            LuaFree::Unknown => {}
+        }
+    }
     match announce_once(conn, key, token, channel, publish).await {
         Err(broken @ Error::Connection(_)) => {
             let again = announce_once(conn, key, token, channel, publish).await;
@@ -367,9 +402,14 @@ async fn retry_acquire<C: ConnectionLike>(
 /// it even if Redis was merely slow.
 async fn release_after_timeout<C: ConnectionLike>(
     conn: &mut C,
+    dialect: Option<&Dialect>,
     key: &str,
     token: &str,
 ) -> Result<bool> {
+    if dialect.and_then(Dialect::known) == Some(Speaks::CompareCommands) {
+        let n: i64 = redis::cmd("DELIFEQ").arg(key).arg(token).query_async(conn).await?;
+        return Ok(n == 1);
+    }
     let n: i64 = redis::cmd("EVAL")
         .arg(DEL_IF_EQUAL)
         .arg(1)
@@ -382,7 +422,12 @@ async fn release_after_timeout<C: ConnectionLike>(
 
 /// Deletes `key` if it still holds `token`. `false`: it did not (expired or
 /// taken by someone else) and nothing was deleted.
-pub async fn release<C: ConnectionLike>(conn: &mut C, key: &str, token: &str) -> Result<bool> {
+pub async fn release<C: ConnectionLike>(
+    conn: &mut C,
+    dialect: &Dialect,
+    key: &str,
+    token: &str,
+) -> Result<bool> {
     check_key(key)?;
     let call = CompareAndAct {
         script: &DEL_IF_EQUAL_SCRIPT,
@@ -391,12 +436,13 @@ pub async fn release<C: ConnectionLike>(conn: &mut C, key: &str, token: &str) ->
         ms: None,
         resend: Resend::Removes,
     };
-    compare_and_act(conn, &call).await
+    compare_and_act(conn, dialect, &call).await
 }
 
 /// Sets `key`'s TTL to `ms` if it still holds `token`. `false`: it did not.
 pub async fn extend<C: ConnectionLike>(
     conn: &mut C,
+    dialect: &Dialect,
     key: &str,
     token: &str,
     ms: u64,
@@ -412,7 +458,21 @@ pub async fn extend<C: ConnectionLike>(
         ms: Some(ms),
         resend: Resend::Keeps,
     };
-    compare_and_act(conn, &call).await
+    compare_and_act(conn, dialect, &call).await
+}
+
+/// Undoes a grant of `key` to `token` that cannot stand (replicas did not
+/// acknowledge it): a release by the dialect when known, else by script.
+async fn undo<C: ConnectionLike>(
+    conn: &mut C,
+    dialect: Option<&Dialect>,
+    key: &str,
+    token: &str,
+) -> Result<bool> {
+    match dialect {
+        Some(d) => release(conn, d, key, token).await,
+        None => release(conn, &Dialect::new(), key, token).await,
+    }
 }
 
 /// One of the compare-and-act scripts on one key: `EVALSHA hash 1 key
@@ -427,6 +487,30 @@ struct CompareAndAct<'a> {
 }
 
 impl CompareAndAct<'_> {
+    /// The same step without Lua: `DELIFEQ key token` (1 or 0), or `SET key
+    /// token IFEQ token PX ms` (OK or nil, as 1 or 0).
+    async fn run_lua_free<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<i64> {
+        match self.ms {
+            None => {
+                let mut cmd = Cmd::with_capacity(3, self.key.len() + self.token.len() + 8);
+                cmd.arg("DELIFEQ").arg(self.key).arg(self.token);
+                cmd.query_async(conn).await
+            }
+            Some(ms) => {
+                let mut cmd = Cmd::with_capacity(7, self.key.len() + 2 * self.token.len() + 32);
+                cmd.arg("SET")
+                    .arg(self.key)
+                    .arg(self.token)
+                    .arg("IFEQ")
+                    .arg(self.token)
+                    .arg("PX")
+                    .arg(ms);
+                let set: Value = cmd.query_async(conn).await?;
+                Ok(i64::from(set != Value::Nil))
+            }
+        }
+    }
+
     async fn run<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<i64> {
         let size = (
             3 + usize::from(self.ms.is_some()),
@@ -449,14 +533,51 @@ impl CompareAndAct<'_> {
 /// (see [`resent`] for what its answer means).
 async fn compare_and_act<C: ConnectionLike>(
     conn: &mut C,
+    dialect: &Dialect,
     call: &CompareAndAct<'_>,
 ) -> Result<bool> {
+    if dialect.of(conn).await? == Speaks::CompareCommands {
+        match lua_free(dialect, call.run_lua_free(conn).await) {
+            LuaFree::Done(result) => return result,
+            LuaFree::Again(broken) => {
+                let again = call.run_lua_free(conn).await.map_err(Error::from);
+                return resent(broken, again, call.resend);
+            }
+            LuaFree::Unknown => {}
+        }
+    }
     match call.run(conn).await.map_err(Error::from) {
         Err(broken @ Error::Connection(_)) => {
             let again = call.run(conn).await.map_err(Error::from);
             resent(broken, again, call.resend)
         }
         reply => Ok(reply? == 1),
+    }
+}
+
+/// What a Lua-free step's reply means.
+enum LuaFree {
+    /// Its yes or no, or the server's error.
+    Done(Result<bool>),
+    /// The connection broke under it: try once more, and read the second
+    /// answer as [`resent`] says.
+    Again(Error),
+    /// The server answered "unknown command": it is not the server the
+    /// dialect was learned from (forgotten now); run the script.
+    Unknown,
+}
+
+fn lua_free(dialect: &Dialect, reply: redis::RedisResult<i64>) -> LuaFree {
+    match reply {
+        Ok(n) => LuaFree::Done(Ok(n == 1)),
+        Err(e) if unknown_command(&e) => {
+            dialect.forget();
+            LuaFree::Unknown
+        }
+        Err(e) => match Error::from(e) {
+            broken @ Error::Connection(_) => LuaFree::Again(broken),
+            other => LuaFree::Done(Err(other)),
+        },
     }
 }
 
@@ -477,6 +598,26 @@ impl Renewal for Kept {
     fn renew(&self, lease_ms: u64) -> BoxFuture<'_, Result<Option<Lost>>> {
         Box::pin(async move {
             let mut conn = self.server.get().await?;
+            let dialect = self.server.dialect();
+            if dialect.of(&mut conn).await? == Speaks::CompareCommands {
+                // The old value tells why a renewal did not happen.
+                let mut set = Cmd::with_capacity(8, self.key.len() + 2 * self.token.len() + 32);
+                set.arg("SET")
+                    .arg(&self.key)
+                    .arg(&self.token)
+                    .arg("IFEQ")
+                    .arg(&self.token)
+                    .arg("PX")
+                    .arg(lease_ms)
+                    .arg("GET");
+                match set.query_async::<Option<Vec<u8>>>(&mut conn).await {
+                    Ok(Some(old)) if old == self.token.as_bytes() => return Ok(None),
+                    Ok(Some(_)) => return Ok(Some(Lost::Taken)),
+                    Ok(None) => return Ok(Some(Lost::Expired)),
+                    Err(e) if unknown_command(&e) => dialect.forget(),
+                    Err(e) => return Err(e.into()),
+                }
+            }
             let size = (3, self.key.len() + self.token.len() + 24);
             let n: i64 = RENEW_OR_WHY_SCRIPT
                 .eval(&mut conn, size, |cmd| {

@@ -25,6 +25,7 @@ use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
 use crate::error::{Error, Result};
 use crate::transport::batch::Batcher;
+use crate::transport::dialect::Dialect;
 use crate::transport::endpoint::Endpoint;
 use crate::transport::relay::Relayed;
 
@@ -66,6 +67,9 @@ fn current(shared: &Arc<Mutex<Slot>>) -> (u64, Connecting) {
 
 pub struct SharedConnection {
     slot: Arc<Mutex<Slot>>,
+    /// What the server can do without Lua (transport/dialect.rs), learned
+    /// by the first lock operation on it, whichever engine sent it.
+    dialect: Dialect,
 }
 
 static REGISTRY: LazyLock<Mutex<HashMap<Endpoint, Weak<SharedConnection>>>> =
@@ -122,6 +126,7 @@ impl SharedConnection {
                 current: None,
                 endpoint: endpoint.clone(),
             })),
+            dialect: Dialect::new(),
         });
         registry.insert(endpoint, Arc::downgrade(&conn));
         conn
@@ -136,7 +141,13 @@ impl SharedConnection {
                 current: None,
                 endpoint,
             })),
+            dialect: Dialect::new(),
         })
+    }
+
+    /// What this server can do without Lua (see transport/dialect.rs).
+    pub fn dialect(&self) -> &Dialect {
+        &self.dialect
     }
 
     /// A handle on the multiplexed connection; cheap to clone. Connects (or

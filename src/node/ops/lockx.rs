@@ -148,6 +148,7 @@ async fn run<C: ConnectionLike>(
                 wake: subscriber.as_ref().zip(channel.as_deref()),
                 cancel: req.cancel.as_ref().map(|c| c.cancel()),
                 replicas: req.replicas,
+                dialect: Some(target.shared.dialect()),
             };
             let token = &req.token;
             let Some(granted) =
@@ -176,17 +177,19 @@ async fn run<C: ConnectionLike>(
             let kept = req.has(Flag::Keep).then(|| req.held(&target));
             let pause = hold::pause(kept).await;
             let (key, token) = (&req.key, &req.token);
+            let dialect = target.shared.dialect();
             match req.has(Flag::Wake) {
                 true => {
                     let channel = release_channel(key)?;
                     let source = wake_source(&target, conn).await;
                     let released =
-                        token::release_announced(conn, key, token, &channel, source).await;
+                        token::release_announced(conn, dialect, key, token, &channel, source)
+                            .await;
                     pause.released(&released, || poke(&target, source, &channel));
                     Ok(Reply::from(released?))
                 }
                 false => {
-                    let released = token::release(conn, key, token).await;
+                    let released = token::release(conn, dialect, key, token).await;
                     pause.released(&released, || {});
                     Ok(Reply::from(released?))
                 }
@@ -197,11 +200,12 @@ async fn run<C: ConnectionLike>(
             let kept = req.has(Flag::Keep).then(|| req.held(&target));
             let pause = hold::pause(kept).await;
             let sent = Instant::now();
-            let mut extended = token::extend(conn, &req.key, &req.token, ms).await;
+            let dialect = target.shared.dialect();
+            let mut extended = token::extend(conn, dialect, &req.key, &req.token, ms).await;
             if let (Ok(true), Some(want)) = (&extended, req.replicas) {
                 if let Err(e) = replicas::wait_for(conn, want).await {
                     // Not acknowledged: the lock cannot be vouched for.
-                    let _ = token::release(conn, &req.key, &req.token).await;
+                    let _ = token::release(conn, dialect, &req.key, &req.token).await;
                     extended = Err(e);
                 }
             }

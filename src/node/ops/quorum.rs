@@ -97,6 +97,7 @@ where
 {
     let num = |slot: Slot| nums.get(slot);
     let n = targets.len();
+    let dialect = &|i: usize| targets[i].shared.dialect();
     let (step, report) = match op {
         LockOp::Acquire => {
             let base = options::acquire(nums)?;
@@ -135,6 +136,7 @@ where
             let report = quorum::acquire(
                 n,
                 connect,
+                dialect,
                 timer,
                 key,
                 token,
@@ -173,7 +175,7 @@ where
                 false => None,
             };
             let pause = hold::pause(kept).await;
-            let extended = quorum::extend(n, connect, timer, key, token, ms, within).await;
+            let extended = quorum::extend(n, connect, dialect, timer, key, token, ms, within).await;
             pause.extended(match &extended {
                 Ok(r) if r.granted => Extension::Confirmed {
                     lease_ms: ms,
@@ -197,8 +199,9 @@ where
                 .then(|| release_channel(key))
                 .transpose()?;
             let pause = hold::pause(kept).await;
+            let announced = announce.as_deref();
             let released =
-                quorum::release(n, connect, timer, key, token, within, announce.as_deref()).await;
+                quorum::release(n, connect, dialect, timer, key, token, within, announced).await;
             // Waiters of this process need not wait for Redis's word.
             pause.released(&released, || {
                 if let Some(c) = &announce {

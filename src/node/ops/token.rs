@@ -1,12 +1,14 @@
 //! redislock 1.3.0's own operations (a lock made without the options
 //! beyond it): `acquire`, `release`, `extend`, on either engine. The hot
-//! path: a connection, one script, a yes or no.
+//! path: a connection, one script (or, where the server has them, one
+//! compare command: transport/dialect.rs), a yes or no.
 
 use crate::error::Result;
 use crate::limits;
 use crate::locks::token::{self, Grant};
 use crate::node::engine::contract::Engine;
 use crate::node::options;
+use crate::node::targets::target;
 
 /// Takes `key` for `token` (see `token::acquire`): when held, how many
 /// attempts it took.
@@ -21,7 +23,12 @@ pub(crate) async fn acquire<E: Engine>(
     let opts = options::acquire_of(ttl, retries, delay)?;
     let route = E::shared(endpoint)?;
     let mut c = E::connect(&route).await?;
-    let granted = token::acquire_with(&mut c, E::timer(), &key, &token, &opts, Grant::default());
+    let server = target(endpoint)?;
+    let grant = Grant {
+        dialect: Some(server.shared.dialect()),
+        ..Grant::default()
+    };
+    let granted = token::acquire_with(&mut c, E::timer(), &key, &token, &opts, grant);
     Ok(granted.await?.map(|g| g.attempts))
 }
 
@@ -30,7 +37,7 @@ pub(crate) async fn acquire<E: Engine>(
 pub(crate) async fn release<E: Engine>(endpoint: u32, key: String, token: String) -> Result<bool> {
     let route = E::shared(endpoint)?;
     let mut c = E::connect(&route).await?;
-    token::release(&mut c, &key, &token).await
+    token::release(&mut c, target(endpoint)?.shared.dialect(), &key, &token).await
 }
 
 /// Sets `key`'s TTL to `ms` if `token` holds it (see `token::extend`):
@@ -44,5 +51,5 @@ pub(crate) async fn extend<E: Engine>(
     let ms = limits::extension_from_number(ms)?;
     let route = E::shared(endpoint)?;
     let mut c = E::connect(&route).await?;
-    token::extend(&mut c, &key, &token, ms).await
+    token::extend(&mut c, target(endpoint)?.shared.dialect(), &key, &token, ms).await
 }
