@@ -143,10 +143,16 @@ async fn acquire_release_extend_round_trip() {
     )
     .await
     .unwrap());
-    assert!(!token::release(&mut conn, &DIALECT, "k", &other).await.unwrap());
-    assert!(!token::extend(&mut conn, &DIALECT, "k", &other, 50_000).await.unwrap());
+    assert!(!token::release(&mut conn, &DIALECT, "k", &other)
+        .await
+        .unwrap());
+    assert!(!token::extend(&mut conn, &DIALECT, "k", &other, 50_000)
+        .await
+        .unwrap());
 
-    assert!(token::extend(&mut conn, &DIALECT, "k", &token, 50_000).await.unwrap());
+    assert!(token::extend(&mut conn, &DIALECT, "k", &token, 50_000)
+        .await
+        .unwrap());
     let ttl: i64 = redis::cmd("PTTL")
         .arg("k")
         .query_async(&mut check)
@@ -154,14 +160,18 @@ async fn acquire_release_extend_round_trip() {
         .unwrap();
     assert!(ttl > 49_000, "ttl after extend {ttl}");
 
-    assert!(token::release(&mut conn, &DIALECT, "k", &token).await.unwrap());
+    assert!(token::release(&mut conn, &DIALECT, "k", &token)
+        .await
+        .unwrap());
     let exists: i64 = redis::cmd("EXISTS")
         .arg("k")
         .query_async(&mut check)
         .await
         .unwrap();
     assert_eq!(exists, 0);
-    assert!(!token::release(&mut conn, &DIALECT, "k", &token).await.unwrap());
+    assert!(!token::release(&mut conn, &DIALECT, "k", &token)
+        .await
+        .unwrap());
 }
 
 #[tokio::test]
@@ -241,7 +251,9 @@ async fn waiting_forever_gets_the_lock_once_released() {
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!waiter.is_finished());
-    assert!(token::release(&mut conn, &DIALECT, "w", &holder).await.unwrap());
+    assert!(token::release(&mut conn, &DIALECT, "w", &holder)
+        .await
+        .unwrap());
     let got = tokio::time::timeout(Duration::from_secs(5), waiter)
         .await
         .expect("waiter finished")
@@ -308,13 +320,17 @@ async fn release_and_extend_survive_script_flush() {
         .query_async(&mut check)
         .await
         .unwrap();
-    assert!(token::extend(&mut conn, &DIALECT, "f", &token, 20_000).await.unwrap());
+    assert!(token::extend(&mut conn, &DIALECT, "f", &token, 20_000)
+        .await
+        .unwrap());
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut check)
         .await
         .unwrap();
-    assert!(token::release(&mut conn, &DIALECT, "f", &token).await.unwrap());
+    assert!(token::release(&mut conn, &DIALECT, "f", &token)
+        .await
+        .unwrap());
 }
 
 #[tokio::test]
@@ -342,7 +358,9 @@ async fn invalid_arguments_are_errors_not_panics() {
     .await
     .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)));
-    let err = token::extend(&mut conn, &DIALECT, "k", "t", 0).await.unwrap_err();
+    let err = token::extend(&mut conn, &DIALECT, "k", "t", 0)
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)));
 }
 
@@ -389,7 +407,9 @@ async fn locks_over_a_unix_socket_from_url_or_path() {
         .await
         .unwrap();
     assert_eq!(stored.as_deref(), Some(token.as_str()));
-    assert!(token::release(&mut conn, &DIALECT, "u", &token).await.unwrap());
+    assert!(token::release(&mut conn, &DIALECT, "u", &token)
+        .await
+        .unwrap());
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -407,7 +407,11 @@ async fn release_after_timeout<C: ConnectionLike>(
     token: &str,
 ) -> Result<bool> {
     if dialect.and_then(Dialect::known) == Some(Speaks::CompareCommands) {
-        let n: i64 = redis::cmd("DELIFEQ").arg(key).arg(token).query_async(conn).await?;
+        let n: i64 = redis::cmd("DELIFEQ")
+            .arg(key)
+            .arg(token)
+            .query_async(conn)
+            .await?;
         return Ok(n == 1);
     }
     let n: i64 = redis::cmd("EVAL")

@@ -57,9 +57,9 @@ static SCRIPTS_ONLY: LazyLock<bool> =
 /// compare commands: nothing this library does could release the lock.
 pub fn no_scripting() -> Error {
     Error::Redis(
-        "NOPERM this Redis user may not run scripts (the @scripting commands EVAL/EVALSHA), \
-         and the server has no DELIFEQ to lock without them: grant the user +@scripting, \
-         or use Valkey 9.0 or later (SET … IFEQ and DELIFEQ)"
+        "This Redis user may not run scripts (NOPERM for the @scripting commands EVAL and \
+         EVALSHA), and this server has no DELIFEQ to lock without them: grant the user \
+         +@scripting, or use Valkey 9.0 or later (SET … IFEQ and DELIFEQ)"
             .into(),
     )
 }
@@ -145,7 +145,11 @@ fn answered(e: &redis::RedisError) -> bool {
     !(e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_io_error())
 }
 
-/// Whether `e` says the server has no such command.
+/// Whether `e` says the server does not speak a compare command: no such
+/// command (`DELIFEQ`), or a syntax error for a well-formed `SET … IFEQ`
+/// (a server older than Valkey 8.1).
 pub fn unknown_command(e: &redis::RedisError) -> bool {
-    e.code() == Some("ERR") && e.detail().is_some_and(|d| d.starts_with("unknown command"))
+    e.code() == Some("ERR")
+        && e.detail()
+            .is_some_and(|d| d.starts_with("unknown command") || d.starts_with("syntax error"))
 }

@@ -183,8 +183,7 @@ async fn run<C: ConnectionLike>(
                     let channel = release_channel(key)?;
                     let source = wake_source(&target, conn).await;
                     let released =
-                        token::release_announced(conn, dialect, key, token, &channel, source)
-                            .await;
+                        token::release_announced(conn, dialect, key, token, &channel, source).await;
                     pause.released(&released, || poke(&target, source, &channel));
                     Ok(Reply::from(released?))
                 }
