@@ -6,9 +6,12 @@
  *   node benchmark/child.js '<json spec>'
  *
  * spec: {id, host, port, mode, workers, warmupMs, durationMs, key,
- *        delay, csMs, servers}, `servers` (the quorum section: every
- *        server's {host, port}; the cluster section: every primary's, the
- *        seed nodes; Redis command counts are then summed over them),
+ *        delay, csMs, servers, serverCpu}, `servers` (the quorum section:
+ *        every server's {host, port}; the cluster section: every
+ *        primary's, the seed nodes; Redis command counts are then summed
+ *        over them), `serverCpu` (the valkey section; modes 'uncontended'
+ *        and 'contended'): also the server's CPU time (INFO cpu, user +
+ *        system) over the measured interval, per cycle (`serverCpuUs`),
  *        mode one of
  * - 'uncontended': `workers` workers, each on its own key (`key:<i>`),
  *   acquire + release in a loop;
@@ -115,10 +118,17 @@ async function main () {
     result = await audit(inst, spec, workers)
   } else {
     const stats = await statsReader(spec)
+    let cpu = null
     try {
+      // The server's CPU time around runWorkers: its window plus the two
+      // INFO commandstats it sends (a few µs of server time).
+      cpu = spec.serverCpu ? await raw.serverCpuReader(spec.host, spec.port) : null
+      const cpu0 = cpu && await cpu()
       result = await runWorkers(workers, spec.durationMs, stats)
+      if (cpu) result.serverCpuUs = (await cpu() - cpu0) * 1e6 / result.cycles
     } finally {
       stats.close()
+      if (cpu) cpu.close()
     }
   }
   const names = threadNames()

@@ -702,6 +702,27 @@ const SEMAPHORE_FACE = ['mutex', 'semaphore'].flatMap((kind) => {
   ]
 })
 
+/**
+ * Valkey 9 (the valkey section, issue 35): redislock-rs on a valkey-server
+ * of its own, once on the Lua-free path (release `DELIFEQ key token`; the
+ * server has the commands, so it is the default: REDISLOCK_RS_LUA_FREE=1
+ * only keeps a REDISLOCK_RS_LUA_FREE=0 in the harness's own environment
+ * from reaching the child) and once on the scripted path
+ * (REDISLOCK_RS_LUA_FREE=0: EVALSHA, as on Redis 7), both on the JS-thread
+ * engine; against the JavaScript contenders of the uncontended section (the
+ * same objects, ALL's `js` ones), which run their Lua scripts on Valkey too.
+ */
+function redislockRsValkey (id, luaFree, label) {
+  const c = redislockRs(id, 'js', label)
+  c.env = { ...c.env, REDISLOCK_RS_LUA_FREE: luaFree ? '1' : '0' }
+  return c
+}
+const VALKEY = [
+  redislockRsValkey('redislock-rs-valkey-luafree', true, 'redislock-rs on Valkey, Lua-free (SET NX PX + DELIFEQ), JS-thread engine'),
+  redislockRsValkey('redislock-rs-valkey-scripted', false, 'redislock-rs on Valkey, scripted (REDISLOCK_RS_LUA_FREE=0: SET NX PX + EVALSHA), JS-thread engine'),
+  ...ALL.filter((c) => c.js)
+]
+
 /** The wake-on-release section's contenders, in this order (see RS_WAKE). */
 const WAKE = [RS_WAKE, RS_PLAIN, redislock, redlock, semaphore]
 
@@ -720,7 +741,8 @@ module.exports = {
   SYNC_LOCKS,
   SYNC_FAIR,
   SYNC_SHARED,
-  byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM, ...CLUSTER, ...REDLOCK_FACE, ...SEMAPHORE_FACE, ...SYNC].map((c) => [c.id, c])),
+  VALKEY,
+  byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM, ...CLUSTER, ...REDLOCK_FACE, ...SEMAPHORE_FACE, ...SYNC, ...VALKEY].map((c) => [c.id, c])),
   DEL_IF_EQUAL,
   TTL
 }

@@ -83,12 +83,27 @@
  * slots): redislock-rs `createLock({ cluster: [url, ...] })` vs redlock and
  * redislock@1.3.0, each over one ioredis Cluster client.
  *
+ * Valkey 9 (section valkey, issue 35's targets): only when
+ * scripts/valkey.js finds (or installs) a valkey-server 9.0 or later;
+ * otherwise it says why and the report records the section as skipped. A
+ * valkey-server of its own (startRedis({ bin }): a free port, the same
+ * flags), started for the section and stopped after it; uncontended at 1,
+ * 16, 128 and 512 workers, each on its own key: redislock-rs on the
+ * JS-thread engine, Lua-free (the default on Valkey: DELIFEQ) and scripted
+ * (REDISLOCK_RS_LUA_FREE=0 in the child: EVALSHA), vs the JavaScript
+ * contenders of the uncontended section (still Lua on Valkey). Every child
+ * also reads the server's CPU time (INFO cpu) around its measured interval:
+ * server CPU per cycle. Targets: server CPU per cycle, Lua-free ≤ 0.7×
+ * scripted at 1 and 16 workers; cycles/s at 128 and 512 workers, Lua-free
+ * ≥ 1.2× scripted and ≥ 2.5× the best JS contender.
+ *
  * Env: BENCH_QUICK=1, BENCH_ROUNDS=n, BENCH_DURATION_MS=n,
  *      BENCH_SECTIONS=name,name: run only these sections, in the usual order
  *        (default: all). Names: uncontended, contention, audit, redisson,
  *        wake, quorum, redlock-face, semaphore-face, redisson-sync,
- *        cluster, memory, remote; e.g. BENCH_SECTIONS=wake or
- *        BENCH_SECTIONS=redisson,wake or BENCH_SECTIONS=cluster. A partial run writes
+ *        cluster, valkey, memory, remote; e.g. BENCH_SECTIONS=wake or
+ *        BENCH_SECTIONS=redisson,wake or BENCH_SECTIONS=cluster or
+ *        BENCH_SECTIONS=valkey. A partial run writes
  *        benchmark/RESULTS.partial.md and RESULTS.partial.json and leaves
  *        RESULTS.md / RESULTS.json alone (with BENCH_QUICK=1:
  *        RESULTS.quick.md, as always); its report and PASS / MISS lines
@@ -96,8 +111,11 @@
  *      BENCH_ONLY=id,id (contender ids, see contenders.js; redislock-rs,
  *        redisson-rs, redislock-rs-wake, redislock-rs-quorum,
  *        redislock-rs-redlock, redislock-rs-semaphore-mutex,
- *        redislock-rs-semaphore-semaphore and redislock-rs-cluster are
+ *        redislock-rs-semaphore-semaphore, redislock-rs-cluster,
+ *        redislock-rs-valkey-luafree and redislock-rs-valkey-scripted are
  *        always run),
+ *      VALKEY_SERVER=path (the valkey section's server, if 9.0 or later;
+ *        see scripts/valkey.js),
  *      BENCH_NO_REDISSON=1 (skip the Redisson face), BENCH_HANDOFF_MS=n
  *        (recorded time per Redisson handoff round), BENCH_WAKE_MS=n
  *        (recorded time per wake-on-release round),
@@ -120,7 +138,7 @@ const report = require('./report')
 
 const QUICK = process.env.BENCH_QUICK === '1'
 /** The sections, in the order they run (BENCH_SECTIONS picks some). */
-const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'redlock-face', 'semaphore-face', 'redisson-sync', 'cluster', 'memory', 'remote']
+const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'redlock-face', 'semaphore-face', 'redisson-sync', 'cluster', 'valkey', 'memory', 'remote']
 const PICKED = process.env.BENCH_SECTIONS ? process.env.BENCH_SECTIONS.split(',').map((x) => x.trim()).filter(Boolean) : null
 if (PICKED) {
   const unknown = PICKED.filter((x) => !SECTIONS.includes(x))
@@ -173,7 +191,8 @@ const CFG = {
   syncSemaphoreWorkers: [16, 128],
   syncPesWorkers: [16],
   clusterPrimaries: 3,
-  clusterWorkers: [1, 16, 128]
+  clusterWorkers: [1, 16, 128],
+  valkeyWorkers: [1, 16, 128, 512]
 }
 const RUN = (section) => CFG.sections.includes(section)
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') : null
@@ -190,6 +209,7 @@ const SYNC_LOCK_LIST = syncPick([...contenders.SYNC_LOCKS, contenders.byId[repor
 const SYNC_FAIR_LIST = syncPick(contenders.SYNC_FAIR)
 const SYNC_SHARED_LIST = syncPick(contenders.SYNC_SHARED)
 const CLUSTER_LIST = RUN('cluster') ? contenders.CLUSTER.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_CLUSTER) : []
+const VALKEY_LIST = RUN('valkey') ? contenders.VALKEY.filter((c) => !ONLY || ONLY.includes(c.id) || report.VALKEY_RS.includes(c.id)) : []
 
 const log = (...a) => console.error('[bench]', ...a)
 const rotate = (arr, k) => arr.map((_, i) => arr[(i + k) % arr.length])
@@ -598,6 +618,57 @@ async function cluster () {
   }
 }
 
+/** Valkey: `c` workers on distinct keys, every valkey contender ROUNDS times, interleaved; each child also reads the server's CPU (INFO cpu). */
+async function valkeyUncontended (c, target) {
+  const runs = Object.fromEntries(VALKEY_LIST.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(VALKEY_LIST, round)) {
+      const r = await measureChild(x, {
+        host: target.host, port: target.port, mode: 'uncontended', workers: c, warmupMs: CFG.warmup, durationMs: CFG.duration, serverCpu: true,
+        key: `bench:valkey:${x.id}:${c}:${round}`
+      })
+      runs[x.id].push(r)
+      log(`valkey ${c} worker(s), round ${round + 1}, ${x.id}: ${Math.round(r.cyclesPerSec)} cycles/s, server CPU ${r.serverCpuUs.toFixed(2)} µs/cycle`)
+    }
+  }
+  return Object.fromEntries(VALKEY_LIST.map((x) => [x.id, summarize(runs[x.id])]))
+}
+
+/**
+ * Valkey 9: when scripts/valkey.js finds (or installs) a valkey-server 9.0
+ * or later, starts one of its own (startRedis({ bin }): a free port,
+ * `--save '' --appendonly no`), runs the valkey scenarios on it and stops
+ * it again (by PID, the one it started only), also when interrupted
+ * (cleanups). Without one, resolves to { available: false, reason }.
+ */
+async function valkey () {
+  let bin
+  try {
+    bin = require('../scripts/valkey').find()
+  } catch (err) {
+    return { available: false, reason: `scripts/valkey.js failed: ${err.message.split('\n')[0]}` }
+  }
+  if (!bin) return { available: false, reason: 'no valkey-server 9.0 or later here, and scripts/valkey.js could not install one (its [valkey] line on stderr says why; VALKEY_SERVER=path names one)' }
+  const servers = []
+  const stopAll = () => Promise.all(servers.map((s) => s.stop()))
+  cleanups.add(stopAll)
+  try {
+    servers.push(await startRedis({ bin }))
+    const srv = servers[0]
+    const info = await raw.command('127.0.0.1', srv.port, 'INFO', 'server')
+    const m = /^valkey_version:(\S+)/m.exec(info)
+    const version = m ? `valkey ${m[1]}` : 'valkey (version unknown)'
+    log(`valkey: ${version} (${bin}) pid ${srv.pid} on port ${srv.port}; contenders: ${VALKEY_LIST.map((c) => c.id).join(', ')}`)
+    const target = { host: '127.0.0.1', port: srv.port }
+    const unc = {}
+    for (const c of CFG.valkeyWorkers) unc[c] = await valkeyUncontended(c, target)
+    return { available: true, bin, version, server: `${target.host}:${target.port}`, uncontended: unc }
+  } finally {
+    cleanups.delete(stopAll)
+    await stopAll()
+  }
+}
+
 /** The commands each contender sends per uncontended cycle (MONITOR), one child each. */
 async function audit (target) {
   const out = {}
@@ -660,7 +731,8 @@ async function main () {
     `node-redlock face: ${REDLOCK_FACE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
     `redis-semaphore face: ${SEMAPHORE_FACE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
     `Redisson's synchronizers: ${SYNC_ON ? [...new Set([...SYNC_RW_LIST, ...SYNC_LOCK_LIST, ...SYNC_FAIR_LIST, ...SYNC_SHARED_LIST].map((c) => c.id))].join(', ') : 'skipped'}; ` +
-    `Redis Cluster: ${CLUSTER_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
+    `Redis Cluster: ${CLUSTER_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
+    `Valkey 9: ${VALKEY_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
   try {
     const needSha = RUN('uncontended') || RUN('remote')
     const sha = needSha && await cLimit.available() ? await raw.command('127.0.0.1', server.port, 'SCRIPT', 'LOAD', contenders.DEL_IF_EQUAL) : null
@@ -683,6 +755,8 @@ async function main () {
     R.semaphoreFace = SEMAPHORE_FACE_LIST.length ? await semaphoreFace(target) : null
     R.redissonSync = SYNC_ON ? await redissonSync(target) : null
     R.cluster = CLUSTER_LIST.length ? await cluster() : null
+    R.valkey = VALKEY_LIST.length ? await valkey() : null
+    if (R.valkey && !R.valkey.available) log(`valkey: skipped (${R.valkey.reason})`)
     if (RUN('memory') && process.env.BENCH_NO_MEMORY !== '1') R.local.memory = await memory(target)
     R.remote = RUN('remote') ? await remote(sha) : { available: false, reason: 'not run (BENCH_SECTIONS)', skipped: true }
     if (!R.remote.available && !R.remote.skipped) log(`remote scenario: not available here (${R.remote.reason})`)
@@ -700,7 +774,8 @@ async function main () {
     const qchecks = report.quorumChecks(R.quorum, CFG.quorumWorkers)
     const fchecks = report.redlockFaceChecks(R.redlockFace)
     const schecks = report.semaphoreFaceChecks(R.semaphoreFace)
-    const text = report.render(R, tgs, others, meta, CFG, rchecks, wchecks, qchecks, fchecks, schecks)
+    const vchecks = report.valkeyChecks(R.valkey)
+    const text = report.render(R, tgs, others, meta, CFG, rchecks, wchecks, qchecks, fchecks, schecks, vchecks)
     const base = QUICK ? 'RESULTS.quick' : CFG.partial ? 'RESULTS.partial' : 'RESULTS'
     const file = path.join(__dirname, `${base}.md`)
     fs.writeFileSync(file, text + '\n')
@@ -740,6 +815,12 @@ async function main () {
     if (R.cluster) {
       console.log(`Redis Cluster, ${CFG.clusterPrimaries} primaries (informational, no target):`)
       for (const t of report.clusterRatios(R.cluster)) console.log(`      ${t}`)
+    }
+    if (R.valkey && R.valkey.available) {
+      console.log(`Valkey 9 (${R.valkey.version}), redislock-rs Lua-free vs scripted and the JS contenders (issue 35's targets):`)
+      for (const t of vchecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
+    } else if (R.valkey) {
+      console.log(`Valkey 9: skipped (${R.valkey.reason})`)
     }
     log(`wrote ${path.relative(process.cwd(), file)} in ${meta.seconds.toFixed(0)} s`)
   } finally {

@@ -48,6 +48,14 @@ const SYNC_SEM_FACE = 'redislock-rs-semaphore-shared'
 const SYNC_PES = 'redisson-rs-pes'
 /** The cluster section's peers, in the order their ratios are given. */
 const CLUSTER_PEERS = [['redlock-cluster', 'redlock'], ['redislock-cluster', 'redislock']]
+/** The valkey section's contenders of ours (always run, whatever BENCH_ONLY says): the Lua-free path and the scripted one, on Valkey 9. */
+const RS_VALKEY_LUAFREE = 'redislock-rs-valkey-luafree'
+const RS_VALKEY_SCRIPTED = 'redislock-rs-valkey-scripted'
+const VALKEY_RS = [RS_VALKEY_LUAFREE, RS_VALKEY_SCRIPTED]
+/** On Valkey: the Lua-free path's server CPU per uncontended cycle ≤ factor × the scripted path's, per worker count. */
+const VALKEY_CPU_TARGETS = { 1: 0.7, 16: 0.7 }
+/** On Valkey: the Lua-free path's cycles/s ≥ `scripted` × the scripted path's and ≥ `js` × the best JS contender's, per worker count. */
+const VALKEY_THROUGHPUT_TARGETS = { 128: { scripted: 1.2, js: 2.5 }, 512: { scripted: 1.2, js: 2.5 } }
 /** wakeOnRelease's targets: handoff p50 and p99 (ms) at most. */
 const WAKE_P50_MS = 1
 const WAKE_P99_MS = 5
@@ -67,7 +75,7 @@ function labelOf (id) {
   if (id === C_LIMIT) return 'C limit: redis-benchmark -c 1 -P <workers>'
   return contenders.byId[id] ? contenders.byId[id].label : id
 }
-const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM || id === RS_CLUSTER || id === RS_REDLOCK || SEMAPHORE_FACE_RS.includes(id) || SYNC_RS.includes(id) ? `**${labelOf(id)}**` : labelOf(id)
+const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM || id === RS_CLUSTER || id === RS_REDLOCK || SEMAPHORE_FACE_RS.includes(id) || SYNC_RS.includes(id) || VALKEY_RS.includes(id) ? `**${labelOf(id)}**` : labelOf(id)
 
 /** [id, summary] of the JavaScript contender with the most cycles/s in `sc`, or []. */
 function bestJs (sc) {
@@ -342,6 +350,71 @@ function semaphoreFaceReadmeRows (Rs) {
   return out
 }
 
+/**
+ * Valkey 9 (the valkey section, issue 35), uncontended, same-run ratios:
+ * first that each of ours took the path it is named after (INFO
+ * commandstats per cycle: the Lua-free one DELIFEQ and no script, the
+ * scripted one EVALSHA and no DELIFEQ), at every worker count measured;
+ * then the Lua-free path's server CPU per cycle ≤ VALKEY_CPU_TARGETS ×
+ * the scripted path's, and its cycles/s ≥ VALKEY_THROUGHPUT_TARGETS × the
+ * scripted path's and × the best JS contender's (which runs Lua on Valkey
+ * too). [] when the section did not run or was skipped.
+ */
+function valkeyChecks (Rv) {
+  if (!Rv || !Rv.available) return []
+  const out = []
+  const unc = Rv.uncontended || {}
+  {
+    const one = (x) => Math.abs(x - 1) < 0.005
+    const per = (s, cmd) => (s.commands || {})[cmd] || 0
+    const scripts = (s) => per(s, 'evalsha') + per(s, 'eval')
+    const name = 'Each of ours took its path on Valkey (cmdstat per cycle): Lua-free DELIFEQ 1 and no script, scripted EVALSHA 1 and no DELIFEQ'
+    const ws = Object.keys(unc).filter((c) => unc[c][RS_VALKEY_LUAFREE] && unc[c][RS_VALKEY_SCRIPTED])
+    const bad = ws.filter((c) => {
+      const a = unc[c][RS_VALKEY_LUAFREE]
+      const b = unc[c][RS_VALKEY_SCRIPTED]
+      return !(one(per(a, 'delifeq')) && scripts(a) === 0 && one(per(b, 'evalsha')) && per(b, 'delifeq') === 0)
+    })
+    const col = (id, f) => ws.map((c) => fmt(f(unc[c][id]))).join(' / ')
+    out.push(check(name, ws.length ? bad.length === 0 : null, ws.length
+      ? `at ${ws.join(' / ')} workers: Lua-free DELIFEQ ${col(RS_VALKEY_LUAFREE, (s) => per(s, 'delifeq'))}, EVALSHA + EVAL ${col(RS_VALKEY_LUAFREE, scripts)}; ` +
+        `scripted EVALSHA ${col(RS_VALKEY_SCRIPTED, (s) => per(s, 'evalsha'))}, DELIFEQ ${col(RS_VALKEY_SCRIPTED, (s) => per(s, 'delifeq'))}` +
+        `${bad.length ? `; WRONG PATH at ${bad.join(', ')} workers` : ''}`
+      : 'not measured'))
+  }
+  for (const [c, want] of Object.entries(VALKEY_CPU_TARGETS)) {
+    const sc = unc[c] || {}
+    const a = sc[RS_VALKEY_LUAFREE]
+    const b = sc[RS_VALKEY_SCRIPTED]
+    const name = `Valkey, ${workersLabel(c)}: server CPU per uncontended cycle, Lua-free ≤ ${want}× scripted`
+    if (!a || !b || !Number.isFinite(a.serverCpuUs) || !Number.isFinite(b.serverCpuUs)) { out.push(check(name, null, 'not measured')); continue }
+    const x = ratio(a.serverCpuUs, b.serverCpuUs)
+    out.push(check(name, x <= want, `${fmt(a.serverCpuUs, 2)} vs ${fmt(b.serverCpuUs, 2)} µs = ${times(x)} (at ${fmtInt(a.cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s)`))
+  }
+  for (const [c, want] of Object.entries(VALKEY_THROUGHPUT_TARGETS)) {
+    const sc = unc[c] || {}
+    const a = sc[RS_VALKEY_LUAFREE]
+    const b = sc[RS_VALKEY_SCRIPTED]
+    const name = `Valkey, ${workersLabel(c)}: cycles/s, Lua-free ≥ ${want.scripted}× scripted`
+    if (!a || !b) {
+      out.push(check(name, null, 'not measured'))
+    } else {
+      const x = ratio(a.cyclesPerSec, b.cyclesPerSec)
+      out.push(check(name, x >= want.scripted, `${times(x)} (${fmtInt(a.cyclesPerSec)} vs ${fmtInt(b.cyclesPerSec)} cycles/s; p50 ${fmt(a.p50, 3)} vs ${fmt(b.p50, 3)} ms)`))
+    }
+    const [bid, best] = bestJs(sc)
+    const jname = `Valkey, ${workersLabel(c)}: cycles/s, Lua-free ≥ ${want.js}× the best JS contender`
+    if (!a || !best) {
+      out.push(check(jname, null, 'not measured'))
+    } else {
+      const x = ratio(a.cyclesPerSec, best.cyclesPerSec)
+      const scripted = b ? `; scripted ${times(ratio(b.cyclesPerSec, best.cyclesPerSec))}` : ''
+      out.push(check(jname, x >= want.js, `${times(x)} ${bid} (${fmtInt(a.cyclesPerSec)} vs ${fmtInt(best.cyclesPerSec)} cycles/s)${scripted}`))
+    }
+  }
+  return out
+}
+
 module.exports = {
   RS,
   RS_TOKIO,
@@ -375,6 +448,11 @@ module.exports = {
   SYNC_SEM_FACE,
   SYNC_PES,
   CLUSTER_PEERS,
+  RS_VALKEY_LUAFREE,
+  RS_VALKEY_SCRIPTED,
+  VALKEY_RS,
+  VALKEY_CPU_TARGETS,
+  VALKEY_THROUGHPUT_TARGETS,
   WAKE_P50_MS,
   WAKE_P99_MS,
   JS_IDS,
@@ -403,4 +481,5 @@ module.exports = {
   semaphoreFaceChecks,
   semaphoreFaceContention,
   semaphoreFaceReadmeRows,
+  valkeyChecks
 }

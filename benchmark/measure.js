@@ -218,11 +218,13 @@ function median (xs) {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
 }
 
-/** Combines repeated measurements: medians of every field, min–max of cycles/s. */
+/** Combines repeated measurements: medians of every field (serverCpuUs where measured), min–max of cycles/s. */
 function summarize (runs) {
   const pick = (f) => runs.map((r) => r[f]).filter((x) => Number.isFinite(x))
   const out = { runs: runs.length }
-  for (const f of ['cyclesPerSec', 'p50', 'p99', 'jsCpuUs', 'procCpuUs', 'callsPerCycle']) {
+  const fields = ['cyclesPerSec', 'p50', 'p99', 'jsCpuUs', 'procCpuUs', 'callsPerCycle']
+  if (runs.some((r) => r.serverCpuUs !== undefined)) fields.push('serverCpuUs')
+  for (const f of fields) {
     const xs = pick(f)
     out[f] = xs.length ? median(xs) : NaN
   }

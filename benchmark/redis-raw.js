@@ -3,7 +3,7 @@
 /**
  * The few Redis commands the harness itself sends, over a plain socket with
  * no client library, so that a measuring child loads nothing but its
- * contender: one-shot commands (INFO commandstats, SCRIPT LOAD) and a MONITOR
+ * contender: one-shot commands (INFO commandstats, INFO cpu, SCRIPT LOAD) and a MONITOR
  * that counts the commands clients send (not those run inside Lua scripts).
  */
 
@@ -90,6 +90,26 @@ async function commandStatsReader (host, port) {
 }
 
 /**
+ * The server process's CPU time so far, user + system, in seconds, from
+ * INFO cpu (`used_cpu_user` + `used_cpu_sys`: the server's getrusage
+ * RUSAGE_SELF, every thread of it), over one connection.
+ */
+async function serverCpuReader (host, port) {
+  const conn = await open(host, port)
+  const read = async () => {
+    const text = await conn.call('INFO', 'cpu')
+    const field = (name) => {
+      const m = new RegExp(`^${name}:([0-9.]+)`, 'm').exec(text)
+      if (!m) throw new Error(`redis-raw: no ${name} in INFO cpu`)
+      return Number(m[1])
+    }
+    return field('used_cpu_user') + field('used_cpu_sys')
+  }
+  read.close = () => conn.close()
+  return read
+}
+
+/**
  * MONITOR on its own connection. `counts()` are the commands clients sent
  * since the last `reset()`, by name (upper case); commands run from Lua are
  * left out.
@@ -118,4 +138,4 @@ async function monitor (host, port) {
   }
 }
 
-module.exports = { command, commandStatsReader, monitor, parseCommandStats }
+module.exports = { command, commandStatsReader, serverCpuReader, monitor, parseCommandStats }

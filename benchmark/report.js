@@ -13,9 +13,11 @@
  * (redislock-rs/semaphore vs redis-semaphore 5.8.0, Mutex and Semaphore, on
  * one server; judged on the JS-thread engine), the redisson-sync section's
  * tables (Java Redisson's synchronizers on the Redisson face, issue 23;
- * informational: same-run ratios, no PASS / MISS), and the cluster section's tables
+ * informational: same-run ratios, no PASS / MISS), the cluster section's tables
  * (redislock-rs vs node-redlock and redislock on a Redis Cluster; ratios
- * only, no PASS / MISS).
+ * only, no PASS / MISS), and the valkey section's (redislock-rs on Valkey 9,
+ * Lua-free vs scripted vs the JavaScript contenders, with the server's CPU
+ * per cycle; issue 35's PASS / MISS rows, or why it was skipped).
  */
 
 const fs = require('fs')
@@ -32,7 +34,7 @@ const {
   THROUGHPUT, fmtInt, fmt, times, ratio, mib, workersLabel, labelOf, nameOf, bestJs, cmdBreakdown,
   ratioTargets, targets, otherChecks, redissonChecks, wakeChecks, quorumChecks, serversLabel,
   redlockFaceChecks, redlockFaceContention, semaphoreFaceChecks, semaphoreFaceContention,
-  semaphoreFaceReadmeRows
+  semaphoreFaceReadmeRows, RS_VALKEY_SCRIPTED, VALKEY_RS, VALKEY_CPU_TARGETS, VALKEY_THROUGHPUT_TARGETS, valkeyChecks
 } = judge
 
 // ---------------------------------------------------------------- tables
@@ -193,6 +195,22 @@ function clusterTable (sc) {
   for (const [id, s] of Object.entries(sc)) {
     lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${peers.map(([pid]) => `${times(ratio(s.cyclesPerSec, sc[pid].cyclesPerSec))} | `).join('')}` +
       `${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
+  }
+  return lines.join('\n')
+}
+
+/** The valkey section, one worker count: cycles/s, × scripted (ours, REDISLOCK_RS_LUA_FREE=0), × best JS, latency, the server's and the client's CPU per cycle, Redis commands. */
+function valkeyTable (sc) {
+  const scripted = sc[RS_VALKEY_SCRIPTED]
+  const [, best] = bestJs(sc)
+  const lines = [
+    '| contender | cycles/s median (min–max) | × scripted | × best JS | p50 ms | p99 ms | server CPU µs/cycle (INFO cpu) | process CPU µs/cycle | JS-thread CPU µs/cycle | Redis cmds/cycle (cmdstat, incl. inside Lua) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    const r = (b) => b ? times(ratio(s.cyclesPerSec, b.cyclesPerSec)) : 'n/a'
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${r(scripted)} | ${r(best)} | ${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ` +
+      `${fmt(s.serverCpuUs, 2)} | ${fmt(s.procCpuUs, 1)} | ${fmt(s.jsCpuUs, 1)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
   }
   return lines.join('\n')
 }
@@ -521,6 +539,32 @@ function clusterSection (Rc, cfg) {
   return parts
 }
 
+function valkeySection (Rv, checks, cfg) {
+  const line = (t) => `- **${t.status}** ${t.name}: ${t.detail}`
+  const title = '## Valkey 9: redislock-rs Lua-free vs scripted, and the JavaScript contenders (issue 35)'
+  if (!Rv.available) return [title, '', `Skipped: ${Rv.reason}.`, '']
+  const parts = [
+    title,
+    '',
+    `Method: a valkey-server started for this section (${Rv.version}, \`${Rv.bin}\`, found or installed by scripts/valkey.js; \`--save '' --appendonly no\`, free port: ${Rv.server}; the same machine) and stopped after it. ` +
+      `Each contender in a child process of its own, one connection shared by all its workers, interleaved and rotated per round (${cfg.rounds} round(s)), medians. ` +
+      `Uncontended: every worker its own key, acquire + release in a loop, ${cfg.duration} ms after a ${cfg.warmup} ms warm-up. ` +
+      'redislock-rs: `createLock({host, port}, {timeout: 10000, retries: 0, delay: 50})` per worker on the JS-thread engine (REDISLOCK_RS_ENGINE=js), the same code twice: ' +
+      'Lua-free (the default on a server with DELIFEQ: release `DELIFEQ key token`; REDISLOCK_RS_LUA_FREE=1 in the child) and scripted (REDISLOCK_RS_LUA_FREE=0 in the child: release by EVALSHA, as on Redis 7). ' +
+      `The JavaScript contenders are the uncontended section's (${JS_IDS.join(', ')}), running their Lua scripts on Valkey; "best JS" = the fastest of them in the same table. ` +
+      'Server CPU µs/cycle = the valkey-server\'s `used_cpu_user` + `used_cpu_sys` (INFO cpu: getrusage of the whole process) over the measured interval, read by the child just before and after it, / cycles ' +
+      '(the interval also holds the child\'s two INFO commandstats; the server\'s own cron runs in it too). Redis cmds/cycle = the INFO commandstats delta / cycles (incl. the commands run inside Lua). ' +
+      'Targets, same-run ratios: server CPU per cycle, Lua-free ' + Object.entries(VALKEY_CPU_TARGETS).map(([c, x]) => `≤ ${x}× scripted at ${workersLabel(c)}`).join(', ') + '; cycles/s, Lua-free ' +
+      Object.entries(VALKEY_THROUGHPUT_TARGETS).map(([c, x]) => `≥ ${x.scripted}× scripted and ≥ ${x.js}× the best JS contender at ${workersLabel(c)}`).join(', ') + '.',
+    ''
+  ]
+  for (const [c, sc] of Object.entries(Rv.uncontended)) {
+    parts.push(`### Valkey, uncontended: ${workersLabel(c)}, each on its own key`, '', valkeyTable(sc), '')
+  }
+  parts.push(...checks.map(line), '')
+  return parts
+}
+
 // ---------------------------------------------------------------- report
 
 function machine () {
@@ -552,10 +596,10 @@ const pkgVersion = (p) => { try { return require(`${p}/package.json`).version } 
  * The markdown report. `cfg` is the run's configuration (index.js); `rchecks`
  * from redissonChecks, `wchecks` from wakeChecks, `qchecks` from
  * quorumChecks, `fchecks` from redlockFaceChecks, `schecks` from
- * semaphoreFaceChecks. A partial run (BENCH_SECTIONS) renders the sections
- * it ran only.
+ * semaphoreFaceChecks, `vchecks` from valkeyChecks. A partial run
+ * (BENCH_SECTIONS) renders the sections it ran only.
  */
-function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks = [], fchecks = [], schecks = []) {
+function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks = [], fchecks = [], schecks = [], vchecks = []) {
   const ran = (section) => !cfg.sections || cfg.sections.includes(section)
   const m = meta.machine
   const changed = ['git', 'dirty', 'addon'].filter((k) => meta.machineAtEnd && meta.machineAtEnd[k] !== m[k])
@@ -615,8 +659,9 @@ function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks 
   if (R.semaphoreFace) parts.push(...semaphoreFaceSection(R.semaphoreFace, schecks, cfg))
   if (R.redissonSync) parts.push(...redissonSyncSection(R.redissonSync, cfg))
   if (R.cluster) parts.push(...clusterSection(R.cluster, cfg))
+  if (R.valkey) parts.push(...valkeySection(R.valkey, vchecks, cfg))
   if (others.length || !cfg.partial) parts.push('## Other checks (from earlier issues)', '', ...others.map(line), '')
   return parts.join('\n')
 }
 
-module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, redlockFaceChecks, redlockFaceContention, semaphoreFaceChecks, semaphoreFaceContention, redissonSyncLines, clusterRatios, render, machine, pkgVersion, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM, RS_CLUSTER, RS_REDLOCK, SEMAPHORE_FACE_RS, SYNC_RS }
+module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, redlockFaceChecks, redlockFaceContention, semaphoreFaceChecks, semaphoreFaceContention, redissonSyncLines, clusterRatios, valkeyChecks, render, machine, pkgVersion, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM, RS_CLUSTER, RS_REDLOCK, SEMAPHORE_FACE_RS, SYNC_RS, VALKEY_RS }

@@ -4,7 +4,10 @@
  * Offline checks of the benchmark's report (no Redis, no children):
  * `node --test benchmark/`. Synthetic results for the semaphore-face
  * section: its PASS / MISS rows (judged on the JS-thread engine, the tokio
- * engine's ratio informational), its contention line and its markdown.
+ * engine's ratio informational), its contention line and its markdown; and
+ * for the valkey section: its contenders, its PASS / MISS rows (the path
+ * each of ours took, server CPU per cycle, cycles/s), its tables, and the
+ * section skipped when there is no valkey-server.
  */
 
 const test = require('node:test')
@@ -250,4 +253,113 @@ test('runHandoffs order: a first-come-first-served lock scores 100 %, a last-com
   const lifo = localLock(true)
   const b = await runHandoffs(Array.from({ length: 6 }, lifo), spec)
   assert.ok(b.inOrder < b.ordered, `${b.inOrder} of ${b.ordered}`)
+})
+
+// ---------------------------------------------------------------- valkey
+
+const { summarize } = require('./measure')
+
+const LUA_FREE_CMDS = { set: 1, delifeq: 1 }
+const SCRIPTED_CMDS = { set: 1, evalsha: 1, get: 1, del: 1 }
+
+function valkeyFixture () {
+  // [Lua-free, scripted, js-floor, redlock] cycles/s and [Lua-free, scripted] server CPU µs per cycle, per worker count
+  const rows = {
+    1: [[5000, 5000, 4000, 3000], [20, 40]], // CPU 0.5× (PASS)
+    16: [[80000, 80000, 20000, 15000], [8, 10]], // CPU 0.8× (MISS)
+    128: [[120000, 100000, 48000, 40000], [3, 5]], // 1.2× scripted, 2.5× js-floor exactly (PASS, PASS)
+    512: [[110000, 100000, 40000, 44000], [2, 4]] // 1.1× scripted (MISS), 2.5× redlock, the best JS here (PASS)
+  }
+  const uncontended = Object.fromEntries(Object.entries(rows).map(([c, [[a, b, floor, rl], [ca, cb]]]) => [c, {
+    'redislock-rs-valkey-luafree': s(a, { serverCpuUs: ca, commands: LUA_FREE_CMDS, callsPerCycle: 2 }),
+    'redislock-rs-valkey-scripted': s(b, { serverCpuUs: cb, commands: SCRIPTED_CMDS }),
+    'js-floor': s(floor, { serverCpuUs: 12, commands: SCRIPTED_CMDS }),
+    redlock: s(rl, { serverCpuUs: 15, commands: SCRIPTED_CMDS })
+  }]))
+  return { available: true, bin: '/x/valkey-server', version: 'valkey 9.1.2', server: '127.0.0.1:7000', uncontended }
+}
+
+test('the valkey contenders: ours Lua-free and scripted on the JS-thread engine, then the uncontended section\'s JS contenders, all in byId', () => {
+  const ids = contenders.VALKEY.map((c) => c.id)
+  const js = contenders.ALL.filter((c) => c.js)
+  assert.deepStrictEqual(ids, ['redislock-rs-valkey-luafree', 'redislock-rs-valkey-scripted', ...js.map((c) => c.id)])
+  assert.deepStrictEqual(report.VALKEY_RS, ids.slice(0, 2))
+  const [free, scripted, ...peers] = contenders.VALKEY
+  assert.deepStrictEqual(free.env, { REDISLOCK_RS_ENGINE: 'js', REDISLOCK_RS_LUA_FREE: '1' })
+  assert.deepStrictEqual(scripted.env, { REDISLOCK_RS_ENGINE: 'js', REDISLOCK_RS_LUA_FREE: '0' })
+  assert.deepStrictEqual([free.engine, scripted.engine, free.js, scripted.js], ['js', 'js', false, false])
+  // The very same contender objects as the uncontended section's.
+  peers.forEach((c, i) => assert.strictEqual(c, js[i]))
+  for (const c of contenders.VALKEY) assert.strictEqual(contenders.byId[c.id], c)
+})
+
+test('summarize: the median server CPU per cycle where the runs measured it, no field where they did not', () => {
+  const a = summarize([{ cyclesPerSec: 10, serverCpuUs: 3 }, { cyclesPerSec: 20, serverCpuUs: 1 }, { cyclesPerSec: 30, serverCpuUs: 2 }])
+  assert.strictEqual(a.serverCpuUs, 2)
+  assert.strictEqual(a.cyclesPerSec, 20)
+  assert.ok(!('serverCpuUs' in summarize([{ cyclesPerSec: 10 }])))
+})
+
+test('valkeyChecks: the path check, server CPU at 1 and 16 workers, cycles/s vs scripted and vs the best JS at 128 and 512', () => {
+  const rows = report.valkeyChecks(valkeyFixture())
+  assert.strictEqual(rows.length, 7)
+  assert.deepStrictEqual(rows.map((r) => r.status), ['PASS', 'PASS', 'MISS', 'PASS', 'PASS', 'MISS', 'PASS'])
+  assert.match(rows[0].name, /Lua-free DELIFEQ 1 and no script, scripted EVALSHA 1 and no DELIFEQ/)
+  assert.strictEqual(rows[0].detail, 'at 1 / 16 / 128 / 512 workers: Lua-free DELIFEQ 1.00 / 1.00 / 1.00 / 1.00, EVALSHA + EVAL 0.00 / 0.00 / 0.00 / 0.00; ' +
+    'scripted EVALSHA 1.00 / 1.00 / 1.00 / 1.00, DELIFEQ 0.00 / 0.00 / 0.00 / 0.00')
+  assert.strictEqual(rows[1].name, 'Valkey, 1 worker: server CPU per uncontended cycle, Lua-free ≤ 0.7× scripted')
+  assert.match(rows[1].detail, /^20\.00 vs 40\.00 µs = 0\.50× \(at 5,000 vs 5,000 cycles\/s\)$/)
+  assert.match(rows[2].detail, /^8\.00 vs 10\.00 µs = 0\.80×/)
+  assert.strictEqual(rows[3].name, 'Valkey, 128 workers: cycles/s, Lua-free ≥ 1.2× scripted')
+  assert.match(rows[3].detail, /^1\.20× \(120,000 vs 100,000 cycles\/s;/)
+  assert.strictEqual(rows[4].name, 'Valkey, 128 workers: cycles/s, Lua-free ≥ 2.5× the best JS contender')
+  assert.strictEqual(rows[4].detail, '2.50× js-floor (120,000 vs 48,000 cycles/s); scripted 2.08×')
+  assert.match(rows[5].detail, /^1\.10× /)
+  // The best JS contender is taken per table: redlock at 512 workers.
+  assert.strictEqual(rows[6].detail, '2.50× redlock (110,000 vs 44,000 cycles/s); scripted 2.27×')
+})
+
+test('valkeyChecks: a wrong path is a MISS naming the worker counts; no server CPU or a missing contender is "not measured"; skipped or not run: no rows', () => {
+  const R = valkeyFixture()
+  R.uncontended[16]['redislock-rs-valkey-luafree'].commands = SCRIPTED_CMDS
+  delete R.uncontended[1]['redislock-rs-valkey-scripted'].serverCpuUs
+  delete R.uncontended[512]['redislock-rs-valkey-scripted']
+  const rows = report.valkeyChecks(R)
+  assert.strictEqual(rows[0].status, 'MISS')
+  assert.match(rows[0].detail, /at 1 \/ 16 \/ 128 workers: .*; WRONG PATH at 16 workers$/)
+  assert.strictEqual(rows[1].status, 'n/a')
+  assert.strictEqual(rows[1].detail, 'not measured')
+  assert.strictEqual(rows[5].status, 'n/a')
+  // vs the best JS: still judged, without the scripted aside
+  assert.strictEqual(rows[6].detail, '2.50× redlock (110,000 vs 44,000 cycles/s)')
+  assert.deepStrictEqual(report.valkeyChecks(null), [])
+  assert.deepStrictEqual(report.valkeyChecks({ available: false, reason: 'no valkey-server' }), [])
+})
+
+const valkeyCfg = { sections: ['valkey'], partial: true, quick: true, rounds: 1, duration: 250, warmup: 150, valkeyWorkers: [1, 16, 128, 512] }
+const valkeyMeta = { started: 'now', seconds: 1, load0: '0', load1: '0', machine: { nproc: 2, cpu: 'x', os: 'y', node: 'v', redis: 'r', git: 'g', dirty: 0, addon: 'a', packages: 'p' } }
+
+test('render: a valkey-only partial run has the section, a table per worker count with the server CPU column, and its rows', () => {
+  const R = { local: { uncontended: {}, contention: {}, audit: {}, memory: [] }, threads: {}, remote: { available: false, skipped: true }, valkey: valkeyFixture() }
+  const text = report.render(R, [], [], valkeyMeta, valkeyCfg, [], [], [], [], [], report.valkeyChecks(R.valkey))
+  assert.match(text, /## Valkey 9: redislock-rs Lua-free vs scripted, and the JavaScript contenders \(issue 35\)/)
+  assert.match(text, /valkey 9\.1\.2, `\/x\/valkey-server`/)
+  assert.match(text, /server CPU per cycle, Lua-free ≤ 0\.7× scripted at 1 worker, ≤ 0\.7× scripted at 16 workers; cycles\/s, Lua-free ≥ 1\.2× scripted and ≥ 2\.5× the best JS contender at 128 workers/)
+  for (const c of ['1 worker', '16 workers', '128 workers', '512 workers']) assert.match(text, new RegExp(`### Valkey, uncontended: ${c}, each on its own key`))
+  assert.match(text, /\| contender \| cycles\/s median \(min–max\) \| × scripted \| × best JS \| p50 ms \| p99 ms \| server CPU µs\/cycle \(INFO cpu\) \|/)
+  // 128 workers: ours bold, × scripted, × best JS (js-floor), server CPU, commands
+  assert.match(text, /\| \*\*redislock-rs on Valkey, Lua-free [^|]*\*\* \| 120,000 \(120,000–120,000\) \| 1\.20× \| 2\.50× \| 0\.100 \| 0\.500 \| 3\.00 \| 10\.0 \| 8\.0 \| 2\.00 \(set 1\.00, delifeq 1\.00\) \|/)
+  assert.match(text, /\| JS floor: raw ioredis SET NX \+ EVALSHA \| 48,000 \(48,000–48,000\) \| 0\.48× \| 1\.00× \| 0\.100 \| 0\.500 \| 12\.00 \|/)
+  assert.strictEqual((text.match(/- \*\*MISS\*\* Valkey/g) || []).length, 2)
+  assert.strictEqual((text.match(/- \*\*PASS\*\* /g) || []).length, 5)
+  assert.doesNotMatch(text, /## Targets \(issue 9\)/)
+  assert.doesNotMatch(text, /redis-semaphore face/)
+})
+
+test('render: the valkey section skipped says why, with no table and no rows', () => {
+  const R = { local: { uncontended: {}, contention: {}, audit: {}, memory: [] }, threads: {}, remote: { available: false, skipped: true }, valkey: { available: false, reason: 'no valkey-server 9.0 or later here' } }
+  const text = report.render(R, [], [], valkeyMeta, valkeyCfg, [], [], [], [], [], report.valkeyChecks(R.valkey))
+  assert.match(text, /## Valkey 9: redislock-rs Lua-free vs scripted[^\n]*\n\nSkipped: no valkey-server 9\.0 or later here\.\n/)
+  assert.doesNotMatch(text, /### Valkey/)
+  assert.doesNotMatch(text, /\*\*(PASS|MISS)\*\*/)
 })
