@@ -226,3 +226,97 @@ test('a Valkey restarted as an older server (no DELIFEQ) under the library is sp
     await server.stop()
   }
 })
+
+test('on Valkey 9 redis-semaphore\'s Mutex refreshes and releases without a script; its Semaphore keeps its scripts', async () => {
+  const S = require('../semaphore')
+  const key = fresh('mutex')
+  const client = new IORedis({ port: vk.port })
+  try {
+    const seen = await traffic(vk, key, async () => {
+      const m = new S.Mutex(client, key, { lockTimeout: 900, refreshInterval: 300 })
+      await m.acquire()
+      await sleep(1100) // past its lease: only the refreshes hold it
+      assert.equal(m.isAcquired, true)
+      assert.equal(m.signal.aborted, false)
+      await m.release()
+      const w = new S.Mutex(client, key, { lockTimeout: 900, refreshInterval: 0, wakeOnRelease: true })
+      await w.acquire()
+      await w.release()
+    })
+    const verbs = seen.map((a) => a[0])
+    assert.deepEqual(verbs.filter((v) => SCRIPTED.has(v)), [], JSON.stringify(seen))
+    const id = seen[0][2]
+    assert.deepEqual(seen[0], ['SET', `mutex:${key}`, id, 'PX', '900', 'NX'])
+    assert.ok(seen.some((a) => a[0] === 'SET' && a[3] === 'IFEQ' && a[4] === id && a[6] === '900'), `a refresh by SET IFEQ: ${JSON.stringify(seen)}`)
+    assert.ok(seen.some((a) => a[0] === 'DELIFEQ' && a[2] === id), JSON.stringify(seen))
+    assert.deepEqual(verbs.slice(-2), ['DELIFEQ', 'PUBLISH'])
+
+    const sem = fresh('semaphore')
+    const scripted = await traffic(vk, sem, async () => {
+      const s = new S.Semaphore(client, sem, 2, { refreshInterval: 0 })
+      await s.acquire()
+      await s.release()
+    })
+    assert.ok(scripted.some((a) => a[0] === 'EVALSHA' || a[0] === 'EVAL'), JSON.stringify(scripted))
+  } finally {
+    client.disconnect()
+  }
+})
+
+test('ours without Lua and redis-semaphore 5.8.0 share a Mutex on one Valkey and exclude each other', async () => {
+  const S = require('../semaphore')
+  const Theirs = require('redis-semaphore')
+  const key = fresh('mutex-fleet')
+  const client = new IORedis({ port: vk.port })
+  const check = new IORedis({ port: vk.port })
+  let inside = 0
+  let overlaps = 0
+  const member = async (lib) => {
+    for (let i = 0; i < 30; i++) {
+      const m = new lib.Mutex(client, key, { lockTimeout: 5000, acquireTimeout: 20000, retryInterval: 2, refreshInterval: 0 })
+      await m.acquire()
+      if (++inside !== 1) overlaps++
+      await check.ping() // a round trip inside the critical section
+      inside--
+      await m.release()
+    }
+  }
+  try {
+    await Promise.all([member(S), member(S), member(Theirs), member(Theirs)])
+    assert.equal(overlaps, 0)
+    assert.equal(await check.exists(`mutex:${key}`), 0, 'every member gave the lock back')
+  } finally {
+    client.disconnect()
+    check.disconnect()
+  }
+})
+
+test('without @scripting: redis-semaphore\'s Mutex works on Valkey 9; what needs scripts says so, in the face\'s class', async () => {
+  const S = require('../semaphore')
+  const vopts = await scriptless(vk)
+  const onValkey = new IORedis(vopts)
+  const ropts = await scriptless(rd)
+  const onRedis = new IORedis(ropts)
+  const check = new IORedis({ port: rd.port })
+  try {
+    const m = new S.Mutex(onValkey, fresh('acl-mutex'), { lockTimeout: 2000, refreshInterval: 0 })
+    await m.acquire()
+    await m.release()
+
+    const sem = new S.Semaphore(onValkey, fresh('acl-sem'), 2, { refreshInterval: 0, acquireTimeout: 1000 })
+    const semErr = await sem.acquire().then(() => assert.fail('acquired'), (e) => e)
+    assert.match(semErr.message, /may not run scripts/)
+    assert.match(semErr.message, /\+@scripting/)
+
+    const key = fresh('acl-mutex7')
+    const m7 = new S.Mutex(onRedis, key, { lockTimeout: 2000, refreshInterval: 0, acquireTimeout: 1000 })
+    const err7 = await m7.acquire().then(() => assert.fail('acquired'), (e) => e)
+    assert.match(err7.message, /may not run scripts/)
+    assert.match(err7.message, /Valkey 9\.0/)
+    assert.equal(await check.exists(`mutex:${key}`), 0, 'no key was set')
+  } finally {
+    onValkey.disconnect()
+    onRedis.disconnect()
+    check.disconnect()
+  }
+})

@@ -57,11 +57,31 @@ impl Error {
             // A server's error reads as Redis wrote it ("WRONGTYPE Operation
             // against …"), as the JavaScript clients show it.
             match (err.code(), err.detail()) {
+                (Some("NOPERM"), Some(detail)) if refused_script(detail) => Error::Redis(format!(
+                    "This Redis user may not run scripts (NOPERM {detail}), and this lock needs \
+                     them: grant the user +@scripting (only the plain token lock can do \
+                     without them, on Valkey 9.0 or later: SET … IFEQ and DELIFEQ)"
+                )),
                 (Some(code), Some(detail)) => Error::Redis(format!("{code} {detail}")),
                 _ => Error::Redis(text),
             }
         }
     }
+}
+
+/// Whether a NOPERM `detail` refuses a script command (EVAL, EVALSHA and
+/// their read-only forms, SCRIPT), which the lock scripts need.
+fn refused_script(detail: &str) -> bool {
+    let d = detail.to_ascii_lowercase();
+    [
+        "'eval'",
+        "'evalsha'",
+        "'eval_ro'",
+        "'evalsha_ro'",
+        "'script|",
+    ]
+    .iter()
+    .any(|c| d.contains(c))
 }
 
 impl fmt::Display for Error {

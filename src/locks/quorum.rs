@@ -35,7 +35,7 @@ use crate::locks::fanout::{
 use crate::locks::renewal::{Lost, Renewal};
 use crate::locks::token;
 use crate::transport::connection::SharedConnection;
-use crate::transport::dialect::Dialect;
+use crate::transport::dialect::Dialects;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::{Timer, TokioTimer};
@@ -265,9 +265,6 @@ impl Renewal for Kept {
         drift_ms(lease_ms, DRIFT_FACTOR).max(0) as u64
     }
 }
-
-/// Each server's [`Dialect`], by its index.
-pub type Dialects<'a, 'd> = &'a (dyn Fn(usize) -> &'d Dialect + Sync);
 
 /// The servers of one quorum operation: how to reach each, what each
 /// speaks, the clock and each server's bound.

@@ -35,6 +35,7 @@ use crate::locks::renewal::{Lost, Renewal};
 use crate::locks::resend::{resent, Resend};
 use crate::locks::token;
 use crate::transport::connection::SharedConnection;
+use crate::transport::dialect::{Dialect, Dialects};
 use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
@@ -234,18 +235,35 @@ async fn holds<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Re
 /// Sets `h`'s lease again (`lockTimeout` from now) while it still holds
 /// its place(s): `false` when it no longer does (the lock is lost). Sent
 /// again once after a broken connection.
-pub async fn refresh<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<bool> {
+pub async fn refresh<C: ConnectionLike>(
+    conn: &mut C,
+    dialect: &Dialect,
+    kind: Kind,
+    h: Holder<'_>,
+) -> Result<bool> {
     check(h)?;
-    match refresh_once(conn, kind, h).await {
+    match refresh_once(conn, dialect, kind, h).await {
         Err(broken @ Error::Connection(_)) => {
-            let again = refresh_once(conn, kind, h).await;
+            let again = refresh_once(conn, dialect, kind, h).await;
             resent(broken, again, Resend::Keeps)
         }
         reply => Ok(reply? == 1),
     }
 }
 
-async fn refresh_once<C: ConnectionLike>(conn: &mut C, kind: Kind, h: Holder<'_>) -> Result<i64> {
+async fn refresh_once<C: ConnectionLike>(
+    conn: &mut C,
+    dialect: &Dialect,
+    kind: Kind,
+    h: Holder<'_>,
+) -> Result<i64> {
+    if kind == Kind::Mutex {
+        // Without Lua where the server can: SET … IFEQ … PX.
+        let (key, id, ms) = (h.key, h.identifier, Some(h.ttl_ms));
+        if let Some(n) = token::compare_without_lua(conn, dialect, key, id, ms, None).await? {
+            return Ok(n);
+        }
+    }
     let (ttl, now) = (h.ttl_ms.to_string(), wall_ms().to_string());
     let after = [ttl.as_str(), now.as_str()];
     match kind {
@@ -274,14 +292,15 @@ pub struct Announce<'a> {
 /// reported as the broken connection).
 pub async fn release<C: ConnectionLike>(
     conn: &mut C,
+    dialect: &Dialect,
     kind: Kind,
     h: Holder<'_>,
     announce: Option<Announce<'_>>,
 ) -> Result<bool> {
     check(h)?;
-    match release_once(conn, kind, h, announce).await {
+    match release_once(conn, dialect, kind, h, announce).await {
         Err(broken @ Error::Connection(_)) => {
-            let again = release_once(conn, kind, h, announce).await;
+            let again = release_once(conn, dialect, kind, h, announce).await;
             resent(broken, again, Resend::Removes)
         }
         reply => Ok(reply? == 1),
@@ -291,10 +310,20 @@ pub async fn release<C: ConnectionLike>(
 /// 1 when something was given back, else 0.
 async fn release_once<C: ConnectionLike>(
     conn: &mut C,
+    dialect: &Dialect,
     kind: Kind,
     h: Holder<'_>,
     announce: Option<Announce<'_>>,
 ) -> Result<i64> {
+    if kind == Kind::Mutex {
+        // Without Lua where the server can: DELIFEQ (and the announcement
+        // pipelined after it).
+        let then = announce.map(|a| (a.channel, a.publish));
+        let (key, id) = (h.key, h.identifier);
+        if let Some(n) = token::compare_without_lua(conn, dialect, key, id, None, then).await? {
+            return Ok(n);
+        }
+    }
     let removed = match (kind, announce) {
         (Kind::Mutex, None) => int(conn, &SCRIPTS.mutex_release, h, &[], &[]).await?,
         (Kind::Mutex, Some(a)) => {
@@ -361,6 +390,7 @@ pub struct Acquired {
 /// either lets the place expire by its lease).
 struct Place<'a, C> {
     conn: &'a mut C,
+    dialect: &'a Dialect,
     kind: Kind,
     holder: Holder<'a>,
     timer: &'a dyn Timer,
@@ -419,7 +449,7 @@ impl<C: ConnectionLike> Place<'_, C> {
     /// and the acquire ends with a timeout.
     async fn cut_short(&mut self) -> Error {
         let (kind, h) = (self.kind, self.holder);
-        let give_back = release(self.conn, kind, h, None);
+        let give_back = release(self.conn, self.dialect, kind, h, None);
         let _ = select(pin!(give_back), self.timer.sleep(GIVE_BACK_WITHIN)).await;
         let timeout = self.deadline.map_or(Duration::ZERO, |(_, t)| t);
         Error::Timeout(format!(
@@ -453,8 +483,10 @@ fn schedule(timer: &dyn Timer, waiting: Waiting) -> Option<Schedule> {
 /// Takes `h`'s place(s), trying every `retry_interval` until granted, the
 /// attempts are spent, the timeout has passed or `cancel` fires. No
 /// attempt at all with a zero timeout or attempts limit (as theirs).
+#[allow(clippy::too_many_arguments)]
 pub async fn acquire<C: ConnectionLike>(
     conn: &mut C,
+    dialect: &Dialect,
     timer: &dyn Timer,
     kind: Kind,
     h: Holder<'_>,
@@ -463,6 +495,9 @@ pub async fn acquire<C: ConnectionLike>(
     cancel: Option<&Cancel>,
 ) -> Result<Acquired> {
     check(h)?;
+    // Learned before the first attempt: a user who may run no script on
+    // a server without compare commands is told now, not by the release.
+    dialect.of(conn).await?;
     let Some(schedule) = schedule(timer, waiting) else {
         return Ok(Acquired {
             granted: false,
@@ -472,6 +507,7 @@ pub async fn acquire<C: ConnectionLike>(
     let deadline = schedule.retries.deadline().map(|d| (d, waiting.timeout));
     let mut place = Place {
         conn,
+        dialect,
         kind,
         holder: h,
         timer,
@@ -489,21 +525,23 @@ pub async fn acquire<C: ConnectionLike>(
 /// (`connect(i)` gives server `i`'s connection, each bounded by
 /// `within`), granted on redis-semaphore's quorum (`Math.round((n + 1) /
 /// 2)`, a majority).
-pub struct Quorum<'a, F> {
+pub struct Quorum<'a, 'd, F> {
     pub n: usize,
     pub connect: &'a F,
+    /// Each server's dialect (a Mutex's steps without Lua where it can).
+    pub dialect: Dialects<'a, 'd>,
     pub timer: &'a dyn Timer,
     pub within: Duration,
 }
 
-impl<F> Quorum<'_, F> {
+impl<F> Quorum<'_, '_, F> {
     fn needed(&self) -> usize {
         majority(self.n)
     }
 }
 
 /// On every server at once, how many did `op`.
-async fn count<C, F, Fut, Op, OpFut>(q: &Quorum<'_, F>, op: Op) -> (usize, Vec<bool>)
+async fn count<C, F, Fut, Op, OpFut>(q: &Quorum<'_, '_, F>, op: Op) -> (usize, Vec<bool>)
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
@@ -519,13 +557,13 @@ where
     (done.iter().filter(|d| **d).count(), done)
 }
 
-struct QuorumPlace<'a, F> {
-    q: &'a Quorum<'a, F>,
+struct QuorumPlace<'a, 'd, F> {
+    q: &'a Quorum<'a, 'd, F>,
     kind: Kind,
     holder: Holder<'a>,
 }
 
-impl<C, F, Fut> Attempt for QuorumPlace<'_, F>
+impl<C, F, Fut> Attempt for QuorumPlace<'_, '_, F>
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
@@ -553,7 +591,7 @@ where
 /// granted on a quorum, else given back everywhere; retried as
 /// [`acquire`] retries.
 pub async fn acquire_quorum<C, F, Fut>(
-    q: &Quorum<'_, F>,
+    q: &Quorum<'_, '_, F>,
     kind: Kind,
     h: Holder<'_>,
     waiting: Waiting,
@@ -600,7 +638,7 @@ pub enum Refreshed {
 /// tries again while the lease may still run; a refresh JavaScript asked
 /// for gives it back, as redis-semaphore does).
 pub async fn refresh_quorum<C, F, Fut>(
-    q: &Quorum<'_, F>,
+    q: &Quorum<'_, '_, F>,
     kind: Kind,
     h: Holder<'_>,
 ) -> Result<Refreshed>
@@ -610,7 +648,8 @@ where
     Fut: Future<Output = Result<C>>,
 {
     check(h)?;
-    let op = |_, mut c: C| async move { refresh(&mut c, kind, h).await };
+    let dialect = q.dialect;
+    let op = |i, mut c: C| async move { refresh(&mut c, dialect(i), kind, h).await };
     let outcomes = on_all(q.n, q.connect, q.timer, q.within, Settle::AllServers, op).await;
     let done: Vec<bool> = outcomes.iter().map(Outcome::ok).collect();
     let got = done.iter().filter(|d| **d).count();
@@ -663,13 +702,15 @@ impl Renewal for Kept {
                 let one = self.servers.first().ok_or_else(|| {
                     Error::InvalidArgument("a kept semaphore needs a server".into())
                 })?;
-                let refreshed = refresh(&mut one.get().await?, self.kind, holder).await?;
+                let mut conn = one.get().await?;
+                let refreshed = refresh(&mut conn, one.dialect(), self.kind, holder).await?;
                 return Ok((!refreshed).then_some(Lost::Expired));
             };
             let connect = |i: usize| self.servers[i].get();
             let q = Quorum {
                 n: self.servers.len(),
                 connect: &connect,
+                dialect: &|i: usize| self.servers[i].dialect(),
                 timer: &TokioTimer,
                 within,
             };
@@ -689,7 +730,7 @@ impl Renewal for Kept {
 /// `announce`): on every server at once; how many gave something back
 /// (failures are not reported, as theirs).
 pub async fn release_quorum<C, F, Fut>(
-    q: &Quorum<'_, F>,
+    q: &Quorum<'_, '_, F>,
     kind: Kind,
     h: Holder<'_>,
     announce: Option<Announce<'_>>,
@@ -699,8 +740,9 @@ where
     F: Fn(usize) -> Fut,
     Fut: Future<Output = Result<C>>,
 {
-    count(q, |_, mut c: C| async move {
-        release(&mut c, kind, h, announce).await
+    let dialect = q.dialect;
+    count(q, |i, mut c: C| async move {
+        release(&mut c, dialect(i), kind, h, announce).await
     })
     .await
     .0

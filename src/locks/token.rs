@@ -343,14 +343,11 @@ pub async fn release_announced<C: ConnectionLike>(
     check_key(key)?;
     let publish = source.publish();
     if dialect.of(conn).await? == Speaks::CompareCommands {
-        let mut pipe = redis::pipe();
-        pipe.cmd("DELIFEQ").arg(key).arg(token);
-        pipe.cmd(publish).arg(channel).arg("1").ignore();
-        let first = pipe.query_async::<(i64,)>(conn).await.map(|(n,)| n);
+        let first = announce_once_lua_free(conn, key, token, channel, publish).await;
         match lua_free(dialect, first) {
             LuaFree::Done(result) => return result,
             LuaFree::Again(broken) => {
-                let again = pipe.query_async::<(i64,)>(conn).await.map(|(n,)| n);
+                let again = announce_once_lua_free(conn, key, token, channel, publish).await;
                 return resent(broken, again.map_err(Error::from), Resend::Removes);
             }
             LuaFree::Unknown => {}
@@ -491,28 +488,8 @@ struct CompareAndAct<'a> {
 }
 
 impl CompareAndAct<'_> {
-    /// The same step without Lua: `DELIFEQ key token` (1 or 0), or `SET key
-    /// token IFEQ token PX ms` (OK or nil, as 1 or 0).
     async fn run_lua_free<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<i64> {
-        match self.ms {
-            None => {
-                let mut cmd = Cmd::with_capacity(3, self.key.len() + self.token.len() + 8);
-                cmd.arg("DELIFEQ").arg(self.key).arg(self.token);
-                cmd.query_async(conn).await
-            }
-            Some(ms) => {
-                let mut cmd = Cmd::with_capacity(7, self.key.len() + 2 * self.token.len() + 32);
-                cmd.arg("SET")
-                    .arg(self.key)
-                    .arg(self.token)
-                    .arg("IFEQ")
-                    .arg(self.token)
-                    .arg("PX")
-                    .arg(ms);
-                let set: Value = cmd.query_async(conn).await?;
-                Ok(i64::from(set != Value::Nil))
-            }
-        }
+        compare_once(conn, self.key, self.token, self.ms).await
     }
 
     async fn run<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<i64> {
@@ -556,6 +533,83 @@ async fn compare_and_act<C: ConnectionLike>(
             resent(broken, again, call.resend)
         }
         reply => Ok(reply? == 1),
+    }
+}
+
+/// A compare step without Lua: `DELIFEQ key token` (1 or 0), or with
+/// `ms`, `SET key token IFEQ token PX ms` (OK or nil, as 1 or 0).
+async fn compare_once<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+    ms: Option<u64>,
+) -> redis::RedisResult<i64> {
+    match ms {
+        None => {
+            let mut cmd = Cmd::with_capacity(3, key.len() + token.len() + 8);
+            cmd.arg("DELIFEQ").arg(key).arg(token);
+            cmd.query_async(conn).await
+        }
+        Some(ms) => {
+            let mut cmd = Cmd::with_capacity(7, key.len() + 2 * token.len() + 32);
+            cmd.arg("SET")
+                .arg(key)
+                .arg(token)
+                .arg("IFEQ")
+                .arg(token)
+                .arg("PX")
+                .arg(ms);
+            let set: Value = cmd.query_async(conn).await?;
+            Ok(i64::from(set != Value::Nil))
+        }
+    }
+}
+
+/// `DELIFEQ key token` with the release's announcement (`publish channel
+/// 1`) pipelined after it: the delete's 1 or 0.
+async fn announce_once_lua_free<C: ConnectionLike>(
+    conn: &mut C,
+    key: &str,
+    token: &str,
+    channel: &str,
+    publish: &str,
+) -> redis::RedisResult<i64> {
+    let mut pipe = redis::pipe();
+    pipe.cmd("DELIFEQ").arg(key).arg(token);
+    pipe.cmd(publish).arg(channel).arg("1").ignore();
+    pipe.query_async::<(i64,)>(conn).await.map(|(n,)| n)
+}
+
+/// One compare step, without Lua where the server can, for another lock
+/// kept under one key by one owner (redis-semaphore's `Mutex`): a release
+/// (`ms` None; with `announce` = (channel, publish command), announced)
+/// or a refresh to `ms`. Its 1 or 0, or `None` when the server does not
+/// speak the commands (the caller runs its own script). Sent once: a
+/// broken connection is the caller's to resend.
+pub async fn compare_without_lua<C: ConnectionLike>(
+    conn: &mut C,
+    dialect: &Dialect,
+    key: &str,
+    token: &str,
+    ms: Option<u64>,
+    announce: Option<(&str, &str)>,
+) -> Result<Option<i64>> {
+    if dialect.of(conn).await? != Speaks::CompareCommands {
+        return Ok(None);
+    }
+    let reply = match announce {
+        Some((channel, publish)) => {
+            announce_once_lua_free(conn, key, token, channel, publish).await
+        }
+        None => compare_once(conn, key, token, ms).await,
+    };
+    match reply {
+        Ok(n) => Ok(Some(n)),
+        Err(e) if unknown_command(&e) => {
+            dialect.forget();
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -44,6 +44,10 @@ const COMMANDS: u8 = 2;
 /// No compare commands, and this user may not run scripts.
 const FORBIDDEN: u8 = 3;
 
+/// Each server's [`Dialect`] by its index, for an operation on several
+/// independent servers (a Redlock quorum).
+pub type Dialects<'a, 'd> = &'a (dyn Fn(usize) -> &'d Dialect + Sync);
+
 /// One server's [`Speaks`], learned on first use.
 #[derive(Debug, Default)]
 pub struct Dialect {

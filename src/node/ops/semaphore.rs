@@ -185,9 +185,12 @@ pub(crate) fn semaphore<E: Engine>(
                     .as_ref()
                     .map(|w| (std::slice::from_ref(w), &chans[..]));
                 let sent = Instant::now();
-                let got =
-                    semaphore::acquire(&mut conn, E::timer(), kind, holder, waiting, wake, stop)
-                        .await?;
+                let dialect = target.shared.dialect();
+                let timer = E::timer();
+                let got = semaphore::acquire(
+                    &mut conn, dialect, timer, kind, holder, waiting, wake, stop,
+                )
+                .await?;
                 if got.granted && kept {
                     keep(sent)?;
                 }
@@ -195,7 +198,8 @@ pub(crate) fn semaphore<E: Engine>(
             }
             LockOp::Extend => {
                 let sent = Instant::now();
-                let refreshed = semaphore::refresh(&mut conn, kind, holder).await?;
+                let dialect = target.shared.dialect();
+                let refreshed = semaphore::refresh(&mut conn, dialect, kind, holder).await?;
                 if refreshed && kept {
                     keep(sent)?;
                 }
@@ -208,7 +212,8 @@ pub(crate) fn semaphore<E: Engine>(
                     publish: s.publish(),
                 });
                 let pause = hold::pause(kept).await;
-                let released = semaphore::release(&mut conn, kind, holder, announce).await;
+                let dialect = target.shared.dialect();
+                let released = semaphore::release(&mut conn, dialect, kind, holder, announce).await;
                 // Waiters of this process need not wait for Redis's word.
                 pause.released(&released, || {
                     if let Some((c, s)) = channel.as_deref().zip(source) {
@@ -255,6 +260,7 @@ pub(crate) fn semaphores<E: Engine>(
         let q = Quorum {
             n: targets.len(),
             connect: &connect,
+            dialect: &|i: usize| targets[i].shared.dialect(),
             timer: E::timer(),
             within,
         };
