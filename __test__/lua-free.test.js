@@ -320,3 +320,91 @@ test('without @scripting: redis-semaphore\'s Mutex works on Valkey 9; what needs
     check.disconnect()
   }
 })
+
+test('on Valkey 9 the redlock faces lock one resource without a script; several resources and transformed scripts keep theirs', async () => {
+  const Redlock4 = require('../redlock')
+  const { default: Redlock5 } = require('../redlock-v5')
+  const client = new IORedis({ port: vk.port })
+  try {
+    const one = fresh('redlock-one')
+    const seen = await traffic(vk, one, async () => {
+      const r4 = new Redlock4([client], { retryCount: 0 })
+      const lock = await r4.lock(one, 2000)
+      await lock.extend(4000)
+      await lock.unlock()
+      const r5 = new Redlock5([client], { retryCount: 0 })
+      const l5 = await r5.acquire([one], 2000)
+      await l5.extend(4000)
+      await l5.release()
+    })
+    assert.deepEqual(seen.filter((a) => SCRIPTED.has(a[0])), [], JSON.stringify(seen))
+    const shapes = seen.map((a) => a[0] === 'SET' ? `SET ${a.slice(3).filter((x) => !/^[0-9a-f]{32}$/.test(x)).join(' ')}` : a[0])
+    assert.deepEqual(shapes, ['SET PX 2000 NX', 'SET IFEQ PX 4000', 'DELIFEQ', 'SET PX 2000 NX', 'SET IFEQ PX 4000', 'DELIFEQ'])
+
+    const two = [fresh('redlock-a'), fresh('redlock-b')].map((k) => `{${one}}${k}`)
+    const several = await traffic(vk, one, async () => {
+      const lock = await new Redlock4([client], { retryCount: 0 }).lock(two, 2000)
+      await lock.unlock()
+    })
+    assert.deepEqual(several.map((a) => a[0]).filter((v) => v === 'EVALSHA' || v === 'EVAL').length >= 2, true, JSON.stringify(several))
+
+    const custom = fresh('redlock-custom')
+    const transformed = await traffic(vk, custom, async () => {
+      const r = new Redlock4([client], { retryCount: 0, unlockScript: (s) => `${s}\n-- ours` })
+      const lock = await r.lock(custom, 2000)
+      await lock.unlock()
+    })
+    assert.ok(transformed.some((a) => a[0] === 'EVALSHA' || a[0] === 'EVAL'), JSON.stringify(transformed))
+    assert.ok(!transformed.some((a) => a[0] === 'DELIFEQ'), 'a transformed set runs as given')
+  } finally {
+    client.disconnect()
+  }
+})
+
+test('ours without Lua and redlock 4.2.0 share a resource on one Valkey and exclude each other', async () => {
+  const Ours = require('../redlock')
+  const Theirs = require('redlock')
+  const key = fresh('redlock-fleet')
+  const client = new IORedis({ port: vk.port })
+  const check = new IORedis({ port: vk.port })
+  let inside = 0
+  let overlaps = 0
+  const member = async (Redlock) => {
+    const redlock = new Redlock([client], { retryCount: 2000, retryDelay: 2, retryJitter: 1 })
+    for (let i = 0; i < 30; i++) {
+      const lock = await redlock.lock(key, 5000)
+      if (++inside !== 1) overlaps++
+      await check.ping()
+      inside--
+      await lock.unlock()
+    }
+  }
+  try {
+    await Promise.all([member(Ours), member(Ours), member(Theirs), member(Theirs)])
+    assert.equal(overlaps, 0)
+    assert.equal(await check.exists(key), 0)
+  } finally {
+    client.disconnect()
+    check.disconnect()
+  }
+})
+
+test('without @scripting the redlock faces lock, extend and unlock one resource on Valkey 9', async () => {
+  const Redlock4 = require('../redlock')
+  const { default: Redlock5 } = require('../redlock-v5')
+  const client = new IORedis(await scriptless(vk))
+  const check = new IORedis({ port: vk.port })
+  try {
+    const key = fresh('acl-redlock')
+    const lock = await new Redlock4([client], { retryCount: 0 }).lock(key, 2000)
+    await lock.extend(3000)
+    assert.ok(await check.pttl(key) > 2000)
+    await lock.unlock()
+    const l5 = await new Redlock5([client], { retryCount: 0 }).acquire([key], 2000)
+    await l5.release()
+    assert.equal(await check.exists(key), 0)
+  } finally {
+    client.disconnect()
+    check.disconnect()
+  }
+})

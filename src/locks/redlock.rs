@@ -24,7 +24,9 @@ use crate::error::{Error, Result};
 use crate::limits::{check_not_empty, invalid_timeout, is_positive_ms};
 use crate::locks::fanout::{drift_ms, majority, on_all, validity_ms, Outcome, Report, Settle};
 use crate::locks::renewal::{Lost, Renewal};
+use crate::locks::token;
 use crate::transport::connection::SharedConnection;
+use crate::transport::dialect::{Dialect, Dialects, Speaks};
 use crate::transport::lua::Lua;
 use crate::waiting::cancel::Cancel;
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
@@ -68,6 +70,11 @@ pub struct Scripts {
     pub lock: Lua,
     pub unlock: Lua,
     pub extend: Lua,
+    /// They are redlock 4.2.0's or node-redlock 5's own, untransformed:
+    /// on one resource each is `SET … NX PX`, `DELIFEQ` or `SET … IFEQ …
+    /// PX` in effect, so a server that has those runs them instead. A set
+    /// a user transformed always runs as given.
+    own: bool,
 }
 
 impl std::fmt::Debug for Scripts {
@@ -84,11 +91,23 @@ impl std::fmt::Debug for Scripts {
 
 impl Scripts {
     pub fn new(lock: &str, unlock: &str, extend: &str) -> Scripts {
+        let own = [
+            [LOCK_SCRIPT, UNLOCK_SCRIPT, EXTEND_SCRIPT],
+            [V5_LOCK_SCRIPT, V5_UNLOCK_SCRIPT, V5_EXTEND_SCRIPT],
+        ]
+        .contains(&[lock, unlock, extend]);
         Scripts {
             lock: Lua::new(lock),
             unlock: Lua::new(unlock),
             extend: Lua::new(extend),
+            own,
         }
+    }
+
+    /// Whether they are redlock 4.2.0's or node-redlock 5's own (see
+    /// the field).
+    pub fn own(&self) -> bool {
+        self.own
     }
 
     /// redlock 4.2.0's own.
@@ -128,15 +147,52 @@ pub struct RedlockOptions {
     pub give_back_always: bool,
 }
 
-/// Runs `script` with the resources as KEYS and `value`, then `tail`
-/// (the TTL, or the release channels), as ARGV: `true` when it answers the
-/// number of keys.
+/// One server's step of a redlock operation: `take` by `script` (with the
+/// resources as KEYS and `value`, then `tail` — the TTL, or the publish
+/// command and the release channels — as ARGV), `true` when it answers the
+/// number of keys. With `dialect` (the set's own scripts, one resource),
+/// on a server that has the compare commands, the same step without Lua:
+/// `SET key value NX PX ttl`, `SET key value IFEQ value PX ttl`, or
+/// `DELIFEQ key value` (announced: with its publish pipelined after it).
 async fn run<C: ConnectionLike>(
     conn: &mut C,
+    dialect: Option<&Dialect>,
+    take: Take,
     script: &Lua,
     res: Resources<'_>,
     tail: &[&str],
 ) -> Result<bool> {
+    if let (Some(dialect), [key]) = (dialect, res.keys) {
+        let ttl = || tail.first().and_then(|t| t.parse::<u64>().ok());
+        let done = match take {
+            Take::Lock => match ttl() {
+                Some(ms) if dialect.of(conn).await? == Speaks::CompareCommands => {
+                    Some(token::try_acquire(conn, key, res.value, ms).await?)
+                }
+                _ => None,
+            },
+            Take::Extend | Take::Renew => match ttl() {
+                Some(ms) => {
+                    token::compare_without_lua(conn, dialect, key, res.value, Some(ms), None)
+                        .await?
+                        .map(|n| n == 1)
+                }
+                None => None,
+            },
+            Take::Unlock => {
+                let announce = match tail {
+                    [publish, channel] => Some((*channel, *publish)),
+                    _ => None,
+                };
+                token::compare_without_lua(conn, dialect, key, res.value, None, announce)
+                    .await?
+                    .map(|n| n == 1)
+            }
+        };
+        if let Some(done) = done {
+            return Ok(done);
+        }
+    }
     let bytes = res.keys.iter().map(String::len).sum::<usize>()
         + tail.iter().map(|t| t.len()).sum::<usize>()
         + res.value.len()
@@ -159,7 +215,7 @@ async fn run<C: ConnectionLike>(
 }
 
 /// Which script an attempt runs.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Take {
     Lock,
     Extend,
@@ -170,9 +226,12 @@ enum Take {
 }
 
 /// One attempt on every server (see [`attempt`]): won when granted.
-struct Round<'a, F, C> {
+struct Round<'a, 'd, F, C> {
     n: usize,
     connect: &'a F,
+    /// Each server's dialect: the set's own scripts on one resource go
+    /// without Lua where a server can.
+    dialect: Dialects<'a, 'd>,
     timer: &'a dyn Timer,
     scripts: &'a Scripts,
     res: Resources<'a>,
@@ -191,7 +250,7 @@ struct Round<'a, F, C> {
     settle: Settle<'a, C>,
 }
 
-impl<C, F, Fut> Attempt for Round<'_, F, C>
+impl<C, F, Fut> Attempt for Round<'_, '_, F, C>
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
@@ -218,7 +277,7 @@ where
 /// The lock (or extend) script on every server at once; granted on a
 /// majority with validity left, else what it took is given back
 /// everywhere (with what each server said to that, if it was given back).
-async fn attempt<C, F, Fut>(r: &Round<'_, F, C>) -> (Report, Vec<Outcome>)
+async fn attempt<C, F, Fut>(r: &Round<'_, '_, F, C>) -> (Report, Vec<Outcome>)
 where
     C: ConnectionLike,
     F: Fn(usize) -> Fut,
@@ -250,13 +309,15 @@ where
         Take::Extend | Take::Renew | Take::Unlock => Settle::AllServers,
     };
     let started = Instant::now();
+    let (dialect, own) = (r.dialect, r.scripts.own);
+    let step = |i: usize| own.then(|| dialect(i));
     let outcomes = on_all(
         r.n,
         r.connect,
         r.timer,
         r.opts.server_timeout,
         settle,
-        |i, mut c: C| async move { run(&mut c, script, res, tail(i)).await },
+        |i, mut c: C| async move { run(&mut c, step(i), take, script, res, tail(i)).await },
     )
     .await
     .into_iter()
@@ -291,6 +352,7 @@ where
             unlock_all(
                 r.n,
                 r.connect,
+                r.dialect,
                 r.timer,
                 r.opts.server_timeout,
                 r.scripts,
@@ -323,6 +385,7 @@ where
 pub async fn acquire<C, F, Fut>(
     n: usize,
     connect: F,
+    dialect: Dialects<'_, '_>,
     timer: &dyn Timer,
     scripts: &Scripts,
     res: Resources<'_>,
@@ -340,6 +403,7 @@ where
     rounds(
         n,
         &connect,
+        dialect,
         timer,
         scripts,
         res,
@@ -360,6 +424,7 @@ where
 pub async fn renew<C, F, Fut>(
     n: usize,
     connect: F,
+    dialect: Dialects<'_, '_>,
     timer: &dyn Timer,
     scripts: &Scripts,
     res: Resources<'_>,
@@ -374,6 +439,7 @@ where
     let round = Round {
         n,
         connect: &connect,
+        dialect,
         timer,
         scripts,
         res,
@@ -420,7 +486,8 @@ impl Renewal for Kept {
                 drift_factor: self.drift_factor,
                 give_back_always: false,
             };
-            let report = renew(n, connect, &TokioTimer, &self.scripts, res, &opts).await?;
+            let dialect = &|i: usize| self.servers[i].dialect();
+            let report = renew(n, connect, dialect, &TokioTimer, &self.scripts, res, &opts).await?;
             let refused = report
                 .outcomes
                 .iter()
@@ -479,9 +546,11 @@ where
 /// Sets every resource's TTL again on a majority with the extend script
 /// (while they carry the value), retrying as `opts` says, as redlock 4
 /// extends.
+#[allow(clippy::too_many_arguments)]
 pub async fn extend<C, F, Fut>(
     n: usize,
     connect: F,
+    dialect: Dialects<'_, '_>,
     timer: &dyn Timer,
     scripts: &Scripts,
     res: Resources<'_>,
@@ -496,6 +565,7 @@ where
     rounds(
         n,
         &connect,
+        dialect,
         timer,
         scripts,
         res,
@@ -521,6 +591,7 @@ struct Waiting<'a> {
 async fn rounds<C, F, Fut>(
     n: usize,
     connect: &F,
+    dialect: Dialects<'_, '_>,
     timer: &dyn Timer,
     scripts: &Scripts,
     res: Resources<'_>,
@@ -545,6 +616,7 @@ where
     let mut round = Round {
         n,
         connect,
+        dialect,
         timer,
         scripts,
         res,
@@ -582,6 +654,7 @@ where
 pub async fn release<C, F, Fut>(
     n: usize,
     connect: F,
+    dialect: Dialects<'_, '_>,
     timer: &dyn Timer,
     scripts: &Scripts,
     res: Resources<'_>,
@@ -597,6 +670,7 @@ where
     rounds(
         n,
         &connect,
+        dialect,
         timer,
         scripts,
         res,
@@ -610,9 +684,11 @@ where
     .await
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn unlock_all<C, F, Fut>(
     n: usize,
     connect: &F,
+    dialect: Dialects<'_, '_>,
     timer: &dyn Timer,
     server_timeout: Duration,
     scripts: &Scripts,
@@ -629,7 +705,10 @@ where
         timer,
         server_timeout,
         Settle::AllServers,
-        |_, mut c: C| async move { run(&mut c, &scripts.unlock, res, &[]).await },
+        |i, mut c: C| async move {
+            let d = scripts.own.then(|| dialect(i));
+            run(&mut c, d, Take::Unlock, &scripts.unlock, res, &[]).await
+        },
     )
     .await
 }

@@ -25,6 +25,7 @@ use crate::node::wake::{poke, wake_source, wakeups};
 use crate::node::wire::codes::{Flag, LockOp};
 use crate::node::wire::done::{QuorumGrant, QuorumReport, Reply, Value};
 use crate::node::wire::nums::{Nums, Slot};
+use crate::transport::dialect::Speaks;
 use crate::waiting::retry::Retries;
 use crate::waiting::wakeups::Source;
 
@@ -97,6 +98,13 @@ pub(crate) fn redlock<E: Engine>(
             })?;
             Ok(Held::new(&first.shared, key, &value, token::KEPT))
         };
+        let dialect = &|i: usize| targets[i].shared.dialect();
+        // Where the lock step goes without Lua (the set's own scripts, one
+        // resource, a server known to have the compare commands): no
+        // script there to be loaded or not.
+        let lua_free = |i: usize| {
+            scripts.own() && keys.len() == 1 && dialect(i).known() == Some(Speaks::CompareCommands)
+        };
         let (report, step) = match op {
             LockOp::Acquire | LockOp::Extend => {
                 let base = options::acquire(&nums)?;
@@ -138,9 +146,10 @@ pub(crate) fn redlock<E: Engine>(
                             Learning::new(TypeId::of::<E>(), &endpoints, scripts.lock.hash())
                         });
                         let is_final = |i: usize, c: &E::Conn| {
-                            learning
-                                .as_ref()
-                                .is_some_and(|l| l.is_final(i, E::conn_id(c)))
+                            lua_free(i)
+                                || learning
+                                    .as_ref()
+                                    .is_some_and(|l| l.is_final(i, E::conn_id(c)))
                         };
                         let settle = match by_majority {
                             true => Settle::Majority(&is_final),
@@ -149,6 +158,7 @@ pub(crate) fn redlock<E: Engine>(
                         let r = redlock::acquire(
                             n,
                             connect,
+                            dialect,
                             timer,
                             &scripts,
                             res,
@@ -161,8 +171,10 @@ pub(crate) fn redlock<E: Engine>(
                         .await?;
                         // Where the lock script ran (it answered), it is
                         // loaded on that connection now.
-                        let ran =
-                            |i: usize| matches!(r.outcomes[i], Outcome::Acquired | Outcome::Held);
+                        let ran = |i: usize| {
+                            matches!(r.outcomes[i], Outcome::Acquired | Outcome::Held)
+                                && !lua_free(i)
+                        };
                         if let Some(learning) = &learning {
                             learning.record(ran);
                         }
@@ -184,8 +196,10 @@ pub(crate) fn redlock<E: Engine>(
                     _ => {
                         let pause = hold::pause(keep.then(held).transpose()?).await;
                         let random = &options::random;
-                        let extended =
-                            redlock::extend(n, connect, timer, &scripts, res, &opts, random).await;
+                        let extended = redlock::extend(
+                            n, connect, dialect, timer, &scripts, res, &opts, random,
+                        )
+                        .await;
                         // Not extended, for whatever reason: not vouched for.
                         pause.extended(match &extended {
                             Ok(r) if r.granted => Extension::Confirmed {
@@ -225,9 +239,10 @@ pub(crate) fn redlock<E: Engine>(
                 let announce = wake.then_some(&announce[..]);
                 let pause = hold::pause(keep.then(held).transpose()?).await;
                 let random = &options::random;
-                let released =
-                    redlock::release(n, connect, timer, &scripts, res, &opts, random, announce)
-                        .await;
+                let released = redlock::release(
+                    n, connect, dialect, timer, &scripts, res, &opts, random, announce,
+                )
+                .await;
                 // Waiters of this process need not wait for Redis's word.
                 pause.released(&released, || {
                     for (t, s) in targets.iter().zip(&sources) {
