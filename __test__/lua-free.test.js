@@ -163,6 +163,40 @@ test('a fleet on one Valkey excludes itself: ours without Lua, ours with scripts
   assert.ok(verbs.has('EVALSHA') || verbs.has('EVAL'), 'the scripted members released with scripts')
 })
 
+/**
+ * Runs `members` at once on the Valkey, each 30 times taking its lock,
+ * calling `section()` inside it (a round trip) and giving it back: how
+ * often two were inside together.
+ */
+async function overlaps (members) {
+  const check = new IORedis({ port: vk.port })
+  let inside = 0
+  let seen = 0
+  const section = async () => {
+    if (++inside !== 1) seen++
+    await check.ping()
+    inside--
+  }
+  try {
+    await Promise.all(members.map(async (cycle) => {
+      for (let i = 0; i < 30; i++) await cycle(section)
+    }))
+    return seen
+  } finally {
+    check.disconnect()
+  }
+}
+
+/** Whether `key` exists on the Valkey (0 or 1). */
+async function exists (key) {
+  const check = new IORedis({ port: vk.port })
+  try {
+    return await check.exists(key)
+  } finally {
+    check.disconnect()
+  }
+}
+
 async function scriptless (server) {
   const admin = new IORedis({ port: server.port })
   await admin.call('ACL', 'SETUSER', 'noscript', 'on', '>pw', '~*', '&*', '+@all', '-@scripting')
@@ -268,26 +302,17 @@ test('ours without Lua and redis-semaphore 5.8.0 share a Mutex on one Valkey and
   const Theirs = require('redis-semaphore')
   const key = fresh('mutex-fleet')
   const client = new IORedis({ port: vk.port })
-  const check = new IORedis({ port: vk.port })
-  let inside = 0
-  let overlaps = 0
-  const member = async (lib) => {
-    for (let i = 0; i < 30; i++) {
-      const m = new lib.Mutex(client, key, { lockTimeout: 5000, acquireTimeout: 20000, retryInterval: 2, refreshInterval: 0 })
-      await m.acquire()
-      if (++inside !== 1) overlaps++
-      await check.ping() // a round trip inside the critical section
-      inside--
-      await m.release()
-    }
+  const member = (lib) => async (section) => {
+    const m = new lib.Mutex(client, key, { lockTimeout: 5000, acquireTimeout: 20000, retryInterval: 2, refreshInterval: 0 })
+    await m.acquire()
+    await section()
+    await m.release()
   }
   try {
-    await Promise.all([member(S), member(S), member(Theirs), member(Theirs)])
-    assert.equal(overlaps, 0)
-    assert.equal(await check.exists(`mutex:${key}`), 0, 'every member gave the lock back')
+    assert.equal(await overlaps([member(S), member(S), member(Theirs), member(Theirs)]), 0)
+    assert.equal(await exists(`mutex:${key}`), 0, 'every member gave the lock back')
   } finally {
     client.disconnect()
-    check.disconnect()
   }
 })
 
@@ -362,30 +387,22 @@ test('on Valkey 9 the redlock faces lock one resource without a script; several 
 })
 
 test('ours without Lua and redlock 4.2.0 share a resource on one Valkey and exclude each other', async () => {
-  const Ours = require('../redlock')
-  const Theirs = require('redlock')
   const key = fresh('redlock-fleet')
   const client = new IORedis({ port: vk.port })
-  const check = new IORedis({ port: vk.port })
-  let inside = 0
-  let overlaps = 0
-  const member = async (Redlock) => {
+  const member = (Redlock) => {
     const redlock = new Redlock([client], { retryCount: 2000, retryDelay: 2, retryJitter: 1 })
-    for (let i = 0; i < 30; i++) {
+    return async (section) => {
       const lock = await redlock.lock(key, 5000)
-      if (++inside !== 1) overlaps++
-      await check.ping()
-      inside--
+      await section()
       await lock.unlock()
     }
   }
   try {
-    await Promise.all([member(Ours), member(Ours), member(Theirs), member(Theirs)])
-    assert.equal(overlaps, 0)
-    assert.equal(await check.exists(key), 0)
+    const [Ours, Theirs] = [require('../redlock'), require('redlock')]
+    assert.equal(await overlaps([member(Ours), member(Ours), member(Theirs), member(Theirs)]), 0)
+    assert.equal(await exists(key), 0)
   } finally {
     client.disconnect()
-    check.disconnect()
   }
 })
 
