@@ -5,7 +5,7 @@
  * and on a `valkey-server` 9 (found or installed by scripts/valkey.js), each
  * on the JS-thread engine (the default on Node) and the tokio engine (the
  * fallback), selected with REDISLOCK_RS_SERVER and REDISLOCK_RS_ENGINE; on
- * Valkey the core's server tests (`cargo test --test core`) run too (on
+ * Valkey the core's server tests (`cargo test --test core --test weblocks`) run too (on
  * Redis, `npm test` ran them before this). TLS tests run on Redis in both
  * passes: the Valkey build has no TLS (__test__/helpers/redis.js).
  *
@@ -50,7 +50,7 @@ function run (what, cmd, args, env) {
 
 for (const [name, bin] of servers) {
   if (name !== 'redis') {
-    run(`cargo test --test core on ${name} (${bin})`, 'cargo', ['test', '--no-default-features', '--test', 'core'],
+    run(`cargo test --test core --test weblocks on ${name} (${bin})`, 'cargo', ['test', '--no-default-features', '--test', 'core', '--test', 'weblocks'],
       { REDISLOCK_RS_SERVER: bin })
   }
   for (const engine of ['js', 'tokio']) {

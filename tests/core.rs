@@ -1,9 +1,13 @@
 //! The core against a real `redis-server` this test starts on a free port.
 
+mod common;
+
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use common::{free_port, raw, Server};
 
 use redislock_rs::error::Error;
 use redislock_rs::locks::token::{self, AcquireOptions};
@@ -17,89 +21,12 @@ use redislock_rs::transport::endpoint::{Endpoint, EndpointSpec};
 use redislock_rs::waiting::retry::Retries;
 use redislock_rs::waiting::timer::TokioTimer;
 
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    fn start() -> Server {
-        Server::start_with(&[])
-    }
-
-    /// A server with extra `redis-server` arguments.
-    fn start_with(extra: &[&str]) -> Server {
-        Server::start_on(free_port(), extra)
-    }
-
-    /// A server on `port`.
-    fn start_on(port: u16, extra: &[&str]) -> Server {
-        // REDISLOCK_RS_SERVER: another server binary (a valkey-server;
-        // scripts/test-engines.js runs these tests on both).
-        let bin = std::env::var("REDISLOCK_RS_SERVER").unwrap_or_else(|_| "redis-server".into());
-        let child = Command::new(bin)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Server { child, port }
-    }
-
-    fn endpoint(&self, db: i64) -> Endpoint {
-        Endpoint::resolve(EndpointSpec {
-            port: Some(u32::from(self.port)),
-            db: Some(db),
-            ..EndpointSpec::default()
-        })
-        .expect("endpoint")
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn opts(ttl_ms: u64, retries: Retries, delay_ms: u64) -> AcquireOptions {
     AcquireOptions {
         ttl_ms,
         retries,
         delay: Duration::from_millis(delay_ms),
     }
-}
-
-async fn raw(server: &Server, db: i64) -> redis::aio::MultiplexedConnection {
-    let client =
-        redis::Client::open(format!("redis://127.0.0.1:{}/{db}", server.port)).expect("client");
-    client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("raw connection")
 }
 
 #[tokio::test]

@@ -5,7 +5,8 @@
 //! servers), `redlock` (node-redlock's several resources over several
 //! servers, its scripts), `semaphore` (redis-semaphore's mutexes and
 //! counting semaphores, its scripts), `synchronizers` (Java Redisson's
-//! RSemaphore, RPermitExpirableSemaphore and RCountDownLatch, its scripts); beside them `fanout` (one step on
+//! RSemaphore, RPermitExpirableSemaphore and RCountDownLatch, its scripts), `weblocks` (the
+//! Web Locks API's request queue for a name, fleet-wide: its data and steps); beside them `fanout` (one step on
 //! several independent servers, the majority and validity rules), `renewal` (the one
 //! trait every kind gives the lease keeper), `replicas` (`WAIT` for replica acknowledgement),
 //! `keys` (helper keys in the lock key's hash slot) and `resend` (what a
@@ -24,3 +25,4 @@ pub mod rwlock;
 pub mod semaphore;
 pub mod synchronizers;
 pub mod token;
+pub mod weblocks;
