@@ -49,6 +49,12 @@ export declare class Completer {
    * r" with its `channel` and `timeout` set, permit id `arg` (`nums` by `Slot`).
    */
   rsync(endpoint: number, id: number, op: SyncOp, name: string, channel: string, timeout: string, arg: string, nums: Float64Array): void
+  /**
+   * r" A Web Locks operation under key prefix `prefix` on the name whose
+   * r" UTF-16 code units are `tag` (hex): request `id` of manager `client`
+   * r" (`nums` by `Slot`).
+   */
+  weblock(endpoint: number, id: number, op: WebOp, prefix: string, tag: string, id: string, client: string, nums: Float64Array): void
 }
 
 /**
@@ -280,6 +286,13 @@ export declare function loopSemaphore(endpoint: number, id: number, op: LockOp, 
 export declare function loopSemaphores(endpoints: Uint32Array, id: number, op: LockOp, key: string, identifier: string, nums: Float64Array): void
 
 /**
+ * r" A Web Locks operation under key prefix `prefix` on the name whose
+ * r" UTF-16 code units are `tag` (hex): request `id` of manager `client`
+ * r" (`nums` by `Slot`).
+ */
+export declare function loopWeblock(endpoint: number, id: number, op: WebOp, prefix: string, tag: string, id: string, client: string, nums: Float64Array): void
+
+/**
  * How an operation ended; the binding exports the table for
  * lib/native/wire.js.
  */
@@ -431,8 +444,12 @@ export declare const enum Slot {
   Flavor = 18,
   /** Redisson: a fair lock waiter's timeout in the queue (ms). */
   WaiterTimeoutMs = 19,
+  /** Web Locks: the request's mode (0 exclusive, 1 shared). */
+  Mode = 20,
+  /** Web Locks: how it is made (0 queued, 1 `ifAvailable`, 2 `steal`). */
+  How = 21,
   /** How many slots there are (not a slot). */
-  Count = 20,
+  Count = 22,
 }
 
 /**
@@ -476,4 +493,37 @@ export declare const enum SyncOp {
   PesSetPermits = 19,
   /** `getLeaseTime` of the permit id given (`No`: not held). */
   PesGetLeaseTime = 20,
+}
+
+/**
+ * One request in a `query()`: `mode` ('exclusive' or 'shared') and the
+ * `clientId` of its manager.
+ */
+export interface WebLocksInfo {
+  mode: string
+  clientId: string
+}
+
+/**
+ * One name in a Web Locks `query()`: the name's tag (its UTF-16 code
+ * units, little-endian, in hex: JavaScript turns it back into the name)
+ * and its requests, each in order.
+ */
+export interface WebLocksName {
+  tag: string
+  held: Array<WebLocksInfo>
+  pending: Array<WebLocksInfo>
+}
+
+/** A Web Locks operation (ops/weblocks.rs). */
+export declare const enum WebOp {
+  /**
+   * `request()`: queued and waited for, or `ifAvailable`, or `steal`
+   * (`Mode`, `How`, `Time` = the lease, the keeper's slots, `Cancel`).
+   */
+  Request = 0,
+  /** The callback settled: give the lock back. */
+  Release = 1,
+  /** `query()`: every name's held and pending requests under the prefix. */
+  Query = 2,
 }

@@ -93,12 +93,14 @@ describe('npm/ platform packages', () => {
     assert.deepEqual(pkg.bin, { 'redislock-rs': 'bin/redislock-rs.js' })
     assert.deepEqual(pkg.files.sort(), ['bin/', 'binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'lib/',
       'redisson.d.ts', 'redisson.js', 'redisson.mjs', 'redlock-v5.d.ts', 'redlock-v5.js', 'redlock-v5.mjs',
-      'redlock.d.ts', 'redlock.js', 'redlock.mjs', 'semaphore.d.ts', 'semaphore.js', 'semaphore.mjs'])
+      'redlock.d.ts', 'redlock.js', 'redlock.mjs', 'semaphore.d.ts', 'semaphore.js', 'semaphore.mjs',
+      'web-locks.d.ts', 'web-locks.js', 'web-locks.mjs'])
     assert.deepEqual(pkg.exports['.'], { types: './index.d.ts', require: './index.js', import: './index.mjs' })
     assert.deepEqual(pkg.exports['./redisson'], { types: './redisson.d.ts', require: './redisson.js', import: './redisson.mjs' })
     assert.deepEqual(pkg.exports['./redlock'], { types: './redlock.d.ts', require: './redlock.js', import: './redlock.mjs' })
     assert.deepEqual(pkg.exports['./redlock/v5'], { types: './redlock-v5.d.ts', require: './redlock-v5.js', import: './redlock-v5.mjs' })
     assert.deepEqual(pkg.exports['./semaphore'], { types: './semaphore.d.ts', require: './semaphore.js', import: './semaphore.mjs' })
+    assert.deepEqual(pkg.exports['./web-locks'], { types: './web-locks.d.ts', require: './web-locks.js', import: './web-locks.mjs' })
     // Runtime dependencies: bluebird (promises) and its typings (index.d.ts imports them).
     assert.deepEqual(Object.keys(pkg.dependencies).sort(), ['@types/bluebird', 'bluebird'])
   })
@@ -232,11 +234,12 @@ describe('packed and installed into a fresh project', () => {
     const expected = ['bin/redislock-rs.js', 'binding.d.ts', 'binding.js', 'index.d.ts', 'index.js', 'index.mjs', 'package.json',
       'redisson.d.ts', 'redisson.js', 'redisson.mjs', 'redlock.d.ts', 'redlock.js', 'redlock.mjs',
       'redlock-v5.d.ts', 'redlock-v5.js', 'redlock-v5.mjs', 'semaphore.d.ts', 'semaphore.js', 'semaphore.mjs',
+      'web-locks.d.ts', 'web-locks.js', 'web-locks.mjs',
       ...fs.readdirSync(path.join(root, 'lib'), { recursive: true }).filter((f) => f.endsWith('.js')).map((f) => `lib/${f}`),
       ...['README.md', 'LICENSE'].filter((f) => fs.existsSync(path.join(root, f)))].sort()
     assert.deepEqual(mainFiles, expected)
     assert.ok(!mainFiles.some((f) => /^(target|__test__|src|npm|benchmark)\/|\.node$/.test(f)), mainFiles.join(', '))
-    // Mostly the README and lib/ (five faces, the CLI); no binaries, sources or tests.
+    // Mostly the README and lib/ (six faces, the CLI); no binaries, sources or tests.
     assert.ok(packed.main.size < 160 * 1024, `main tarball is ${packed.main.size} bytes`)
     const platformFiles = packed.platform.files.map((f) => f.path).sort()
     assert.deepEqual(platformFiles, [...['README.md'].filter((f) => fs.existsSync(path.join(tmp, 'stage', 'npm', platform, f))), binary, 'package.json'].sort())

@@ -7,7 +7,7 @@
  * number is copied here; `nums` fills an operation's numbers by slot name.
  */
 
-const { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, GRANT_SPAN } = require('./loader')
+const { LockOp, RedissonOp, SyncOp, WebOp, Flag, Slot, Outcome, GRANT_SPAN } = require('./loader')
 
 // Slot numbers by the names `nums` takes them: { time, retries, … } → Slot.Time, ….
 const INDEX = new Map(Object.keys(Slot)
@@ -59,4 +59,4 @@ function unpackGrant (value) {
   return { granted: true, validityMs: (value - attempts) / GRANT_SPAN, attempts }
 }
 
-module.exports = { LockOp, RedissonOp, SyncOp, Flag, Slot, Outcome, nums, blank, unpackGrant }
+module.exports = { LockOp, RedissonOp, SyncOp, WebOp, Flag, Slot, Outcome, nums, blank, unpackGrant }

@@ -25,13 +25,17 @@
 //! knows the data and the steps; the face, the wait and the keeper come
 //! from the layers above.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
+use futures_util::future::BoxFuture;
 use redis::aio::ConnectionLike;
 use redis::Value;
 
 use crate::error::{Error, Result};
+use crate::locks::renewal::{Lost, Renewal};
+use crate::transport::connection::SharedConnection;
 use crate::transport::lua::Lua;
+use crate::waiting::timer::wall_ms;
 
 /// What every step's script starts with: the keys, the server's time in
 /// ms, and the queue's rules.
@@ -295,6 +299,7 @@ pub struct Snapshot {
 pub struct Queue {
     keys: [String; 6],
     channel: String,
+    tag: String,
 }
 
 impl Queue {
@@ -307,12 +312,40 @@ impl Queue {
         for b in name {
             tag.push_str(&format!("{b:02x}"));
         }
+        Queue::tagged(prefix, &tag)
+    }
+
+    /// The queue whose name's bytes are `tag` in hex (lower case, as
+    /// [`index`] lists them and the face sends them).
+    pub fn of_tag(prefix: &str, tag: &str) -> Result<Queue> {
+        let hex = tag.len().is_multiple_of(2)
+            && tag.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if !hex {
+            return Err(Error::InvalidArgument(
+                "a Web Locks name tag must be lower-case hex of whole bytes".into(),
+            ));
+        }
+        Ok(Queue::tagged(prefix, tag))
+    }
+
+    fn tagged(prefix: &str, tag: &str) -> Queue {
         let base = format!("{prefix}weblocks:{{{tag}}}");
         let key = |suffix: &str| format!("{base}:{suffix}");
         Queue {
             keys: [key("q"), key("h"), key("e"), key("m"), key("n"), key("x")],
             channel: key("released"),
+            tag: tag.to_string(),
         }
+    }
+
+    /// The name's bytes in hex.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The key of the held set (what the lease keeper names a hold by).
+    pub fn held_key(&self) -> &str {
+        &self.keys[1]
     }
 
     /// The channel a grant of someone else's request is announced on.
@@ -493,6 +526,89 @@ fn infos(v: Value) -> Result<Vec<Info>> {
             mode,
             client_id,
         });
+    }
+    Ok(out)
+}
+
+/// The lease keeper's family tag for a held Web Locks request.
+pub const KEPT: &str = "weblocks";
+
+/// A held request kept by the lease keeper while its callback runs:
+/// renewed by [`renew`]; lost (`Taken`) when it is no longer held —
+/// stolen, deleted, or expired.
+pub struct Kept {
+    pub server: Arc<SharedConnection>,
+    pub queue: Queue,
+    pub id: String,
+    pub publish: &'static str,
+}
+
+impl Renewal for Kept {
+    fn renew(&self, lease_ms: u64) -> BoxFuture<'_, Result<Option<Lost>>> {
+        Box::pin(async move {
+            let mut conn = self.server.get().await?;
+            let renewed = renew(&mut conn, &self.queue, self.publish, &self.id, lease_ms).await?;
+            Ok((!renewed).then_some(Lost::Taken))
+        })
+    }
+}
+
+/// The index of names with requests under `prefix` (for `query()`): a
+/// sorted set of their tags, scored by when a request last touched them.
+/// Not in any name's slot, so it is its own command.
+fn index_key(prefix: &str) -> String {
+    format!("{prefix}weblocks:names")
+}
+
+/// How long an index entry is kept after the last request that touched
+/// it even when its name shows nothing (a request may be on its way).
+const INDEX_GRACE_MS: u64 = 10_000;
+
+/// Notes that `queue`'s name has a request (before the request is made).
+pub async fn touch<C: ConnectionLike>(conn: &mut C, prefix: &str, queue: &Queue) -> Result<()> {
+    let _: Value = redis::cmd("ZADD")
+        .arg(index_key(prefix))
+        .arg(wall_ms())
+        .arg(&queue.tag)
+        .query_async(conn)
+        .await?;
+    Ok(())
+}
+
+/// Every name under `prefix` with held or pending requests: its tag and
+/// [`Snapshot`]. Names left with nothing and not touched for a while are
+/// dropped from the index.
+pub async fn index<C: ConnectionLike>(
+    conn: &mut C,
+    prefix: &str,
+    publish: &str,
+) -> Result<Vec<(String, Snapshot)>> {
+    let key = index_key(prefix);
+    let listed: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(&key)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(conn)
+        .await?;
+    let mut out = Vec::with_capacity(listed.len());
+    let stale_before = wall_ms().saturating_sub(INDEX_GRACE_MS) as f64;
+    for (tag, touched) in listed {
+        let Ok(queue) = Queue::of_tag(prefix, &tag) else {
+            continue;
+        };
+        let s = snapshot(conn, &queue, publish).await?;
+        if s.held.is_empty() && s.pending.is_empty() {
+            if touched < stale_before {
+                let _: Value = redis::cmd("ZREM")
+                    .arg(&key)
+                    .arg(&tag)
+                    .query_async(conn)
+                    .await?;
+            }
+            continue;
+        }
+        out.push((tag, s));
     }
     Ok(out)
 }

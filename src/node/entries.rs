@@ -12,8 +12,10 @@ use napi_derive::napi;
 #[cfg(unix)]
 use crate::node::engine::jsloop::{Loop, LoopEngine};
 use crate::node::engine::tokio::{Completer, Tokio};
-use crate::node::ops::{lockx, quorum, redisson, redlock, semaphore, synchronizers, token};
-use crate::node::wire::codes::{LockOp, RedissonOp, SyncOp};
+use crate::node::ops::{
+    lockx, quorum, redisson, redlock, semaphore, synchronizers, token, weblocks,
+};
+use crate::node::wire::codes::{LockOp, RedissonOp, SyncOp, WebOp};
 
 /// `name / loop_name (where: type; args…) => module::operation;` emits both
 /// engines' entries for `operation`, which takes `where` and `args` and
@@ -73,4 +75,8 @@ entries! {
     /// RPermitExpirableSemaphore, RCountDownLatch) on the object `name`
     /// with its `channel` and `timeout` set, permit id `arg` (`nums` by `Slot`).
     rsync / loop_rsync (endpoint: u32; op: SyncOp, name: String, channel: String, timeout: String, arg: String, nums: &[f64]) => synchronizers::rsync;
+    /// A Web Locks operation under key prefix `prefix` on the name whose
+    /// UTF-16 code units are `tag` (hex): request `id` of manager `client`
+    /// (`nums` by `Slot`).
+    weblock / loop_weblock (endpoint: u32; op: WebOp, prefix: String, tag: String, id: String, client: String, nums: &[f64]) => weblocks::weblock;
 }

@@ -10,3 +10,4 @@ pub(crate) mod redlock;
 pub(crate) mod semaphore;
 pub(crate) mod synchronizers;
 pub(crate) mod token;
+pub(crate) mod weblocks;

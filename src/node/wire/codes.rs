@@ -63,6 +63,19 @@ pub enum SyncOp {
     PesGetLeaseTime = 20,
 }
 
+/// A Web Locks operation (ops/weblocks.rs).
+#[napi]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebOp {
+    /// `request()`: queued and waited for, or `ifAvailable`, or `steal`
+    /// (`Mode`, `How`, `Time` = the lease, the keeper's slots, `Cancel`).
+    Request = 0,
+    /// The callback settled: give the lock back.
+    Release = 1,
+    /// `query()`: every name's held and pending requests under the prefix.
+    Query = 2,
+}
+
 /// The option bits of a token lock's or Redlock's operation
 /// (`Slot::Flags`).
 #[napi]

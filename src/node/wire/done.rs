@@ -83,6 +83,26 @@ pub enum Value {
     Released,
     /// A count (permits, a latch's count): a number for JavaScript.
     Count(i64),
+    /// `query()`: each name with requests, its held and pending ones.
+    WebLocks(Vec<WebLocksName>),
+}
+
+/// One name in a Web Locks `query()`: the name's tag (its UTF-16 code
+/// units, little-endian, in hex: JavaScript turns it back into the name)
+/// and its requests, each in order.
+#[napi(object)]
+pub struct WebLocksName {
+    pub tag: String,
+    pub held: Vec<WebLocksInfo>,
+    pub pending: Vec<WebLocksInfo>,
+}
+
+/// One request in a `query()`: `mode` ('exclusive' or 'shared') and the
+/// `clientId` of its manager.
+#[napi(object)]
+pub struct WebLocksInfo {
+    pub mode: String,
+    pub client_id: String,
 }
 
 /// `inspect(client, key)`'s answer: the key's PTTL as Redis gives it (-2:
@@ -243,6 +263,9 @@ impl ToNapiValue for Item {
                 },
                 Item::Value(Value::Released) => bool::to_napi_value(env, true),
                 Item::Value(Value::Count(n)) => f64::to_napi_value(env, n as f64),
+                Item::Value(Value::WebLocks(names)) => {
+                    Vec::<WebLocksName>::to_napi_value(env, names)
+                }
             }
         }
     }

@@ -54,8 +54,12 @@ pub enum Slot {
     Flavor = 18,
     /// Redisson: a fair lock waiter's timeout in the queue (ms).
     WaiterTimeoutMs = 19,
+    /// Web Locks: the request's mode (0 exclusive, 1 shared).
+    Mode = 20,
+    /// Web Locks: how it is made (0 queued, 1 `ifAvailable`, 2 `steal`).
+    How = 21,
     /// How many slots there are (not a slot).
-    Count = 20,
+    Count = 22,
 }
 
 /// An operation's numbers, as JavaScript sent them (a `Float64Array`,
