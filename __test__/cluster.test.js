@@ -484,3 +484,35 @@ test('wakeOnRelease on the node-redlock face on the cluster: the release script\
   await got.unlock()
   assert.equal(await check.exists(keys[0]), 0)
 })
+
+test('Web Locks on a cluster: names on every primary, granted in order, shared together, listed by query()', async () => {
+  const { LockManager } = require('../web-locks')
+  const a = new LockManager({ cluster: cluster.seeds }, { clientId: 'a', lease: 5000, prefix: 'wl-cluster:' })
+  const b = new LockManager({ cluster: cluster.seeds }, { clientId: 'b', lease: 5000, prefix: 'wl-cluster:' })
+  for (let i = 0; i < 12; i++) {
+    const name = `cluster-name-${i}`
+    const order = []
+    let release
+    const first = a.request(name, () => { order.push('a'); return new Promise((resolve) => { release = resolve }) })
+    await sleep(20)
+    const second = b.request(name, () => { order.push('b') })
+    await sleep(30)
+    const snapshot = await b.query()
+    assert.deepEqual(snapshot.held.filter((h) => h.name === name).map((h) => h.clientId), ['a'], name)
+    assert.deepEqual(snapshot.pending.filter((h) => h.name === name).map((h) => h.clientId), ['b'], name)
+    release()
+    await Promise.all([first, second])
+    assert.deepEqual(order, ['a', 'b'], name)
+  }
+  let inside = 0
+  let together = 0
+  const shared = () => a.request('cluster-shared', { mode: 'shared' }, async () => {
+    together = Math.max(together, ++inside)
+    await sleep(50)
+    inside--
+  })
+  await Promise.all([shared(), shared(), shared()])
+  assert.equal(together, 3)
+  const left = await a.query()
+  assert.deepEqual([left.held.length, left.pending.length], [0, 0])
+})
