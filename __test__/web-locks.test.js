@@ -92,19 +92,24 @@ test('ifAvailable: the callback gets null instead of waiting, and nothing is que
   assert.equal(await b.request(name, { ifAvailable: true }, (lock) => lock.name), name)
 })
 
-test('steal: granted at once, and the previous holder\'s request rejects with an AbortError and its signal aborts', async () => {
+test('steal: granted at once, and the previous holder\'s request rejects with an AbortError and its signal aborts, before its callback ends', async () => {
   const name = fresh('steal')
-  const a = manager()
+  // Renewals every 10 s: the victim learns of the steal from its announcement.
+  const a = manager({ lease: 30000 })
   const b = manager()
   let signal
+  let callbackEnded = false
   const victim = a.request(name, async (lock) => {
     signal = lock.signal
-    await sleep(300)
+    await sleep(3000)
+    callbackEnded = true
     return 'finished'
   })
-  await sleep(50)
+  await sleep(100)
+  const stoleAt = Date.now()
   assert.equal(await b.request(name, { steal: true }, (lock) => lock.mode), 'exclusive')
   const err = await victim.then(() => assert.fail('the stolen request resolved'), (e) => e)
+  assert.equal(callbackEnded, false, `told ${Date.now() - stoleAt} ms after the steal, while the callback still ran`)
   assert.ok(err instanceof DOMException, String(err))
   assert.equal(err.name, 'AbortError')
   assert.equal(signal.aborted, true)

@@ -22,6 +22,8 @@
  * one server or several, and have worker(key) and contended(key, ...). The
  * semaphore-face section's (SEMAPHORE_FACE), one per lock kind (`kind`),
  * get open({host, port}) and have worker(key) and contended(key, ...).
+ * The web-locks section's (WEB_LOCKS, webLocks) get open({host, port}) and
+ * have worker(key), waiter(key, ...) and rw(key, ...).
  */
 
 const { randomUUID } = require('crypto')
@@ -723,10 +725,88 @@ const VALKEY = [
   ...ALL.filter((c) => c.js)
 ]
 
+/**
+ * The Web Locks face (the web-locks section, issue 36): this package's
+ * `require('redislock-rs/web-locks')`, one `new LockManager({ host, port },
+ * { prefix: 'weblocks:bench:', lease: 10000 })` per process shared by all
+ * its workers, on the JS-thread engine; `mode` ('exclusive' or 'shared') is
+ * the mode of every request its workers make:
+ * - worker(key): `await locks.request(key, { mode }, async () => {})` in a
+ *   loop (uncontended: every worker its own name);
+ * - waiter(key): one request at a time as { acquire(), release() } for the
+ *   handoff mode (child.js, mode 'handoff'): acquire() calls request() and
+ *   resolves true when the callback starts; release() settles the
+ *   callback's promise (the end of the callback) and resolves once
+ *   request() has, i.e. once the lock was given back (`delay` is not used:
+ *   a waiting request is woken by the name's channel);
+ * - rw(key, {readers, csMs}) (child.js, mode 'rw'): `readers` workers
+ *   looping `request(key, { mode }, async () => {})` and one writer looping
+ *   an exclusive `request(key, async () => sleep(csMs))`, all on ONE name:
+ *   with mode 'shared' the mix, with 'exclusive' its baseline (the same
+ *   workers, all exclusive).
+ */
+function webLocks (id, label, mode) {
+  return {
+    id,
+    label,
+    js: false,
+    mode,
+    engine: 'js',
+    env: { REDISLOCK_RS_ENGINE: 'js' },
+    async open ({ host, port }) {
+      const { LockManager } = require('../web-locks')
+      const locks = new LockManager({ host, port }, { prefix: 'weblocks:bench:', lease: TTL })
+      const options = { mode }
+      const nothing = async () => {}
+      // Connect once outside the measurements.
+      await locks.request(`bench:web-locks:probe:${id}:${process.pid}`, options, nothing)
+      return {
+        worker (key) {
+          return { cycle: () => locks.request(key, options, nothing) }
+        },
+        waiter (key) {
+          let done = null // settles the callback: the end of the critical section
+          let given = null // request()'s promise: resolves once the lock is given back
+          return {
+            acquire: () => new Promise((resolve, reject) => {
+              given = locks.request(key, options, () => new Promise((resolve2) => { done = resolve2; resolve(true) }))
+              given.catch(reject) // a request that fails before its grant
+            }),
+            release: () => { const d = done; done = null; d(); return given }
+          }
+        },
+        rw (key, { readers, csMs }) {
+          return {
+            readers: Array.from({ length: readers }, () => ({ cycle: () => locks.request(key, options, nothing) })),
+            writer: { cycle: () => locks.request(key, () => sleep(csMs)) }
+          }
+        },
+        close: async () => {}
+      }
+    }
+  }
+}
+
+/**
+ * The web-locks section's contenders, by scenario: uncontended (WEB_LOCKS:
+ * ours exclusive and shared, and the redislock face's plain lock,
+ * `createLock` acquire + release, in the same run), the handoff of one
+ * name under 16 waiters (WEB_LOCKS_HANDOFF: ours exclusive, and the
+ * redislock face with `wakeOnRelease: true`, `retries: -1`, `delay: 50`),
+ * and the shared / exclusive mix on one name (WEB_LOCKS_MIX: the readers
+ * shared, and the same workers all exclusive).
+ */
+const WEB_LOCKS_EXCLUSIVE = webLocks('redislock-rs-web-locks', 'redislock-rs/web-locks LockManager, exclusive, JS-thread engine', 'exclusive')
+const WEB_LOCKS_SHARED = webLocks('redislock-rs-web-locks-shared', 'redislock-rs/web-locks LockManager, shared, JS-thread engine', 'shared')
+
 /** The wake-on-release section's contenders, in this order (see RS_WAKE). */
 const WAKE = [RS_WAKE, RS_PLAIN, redislock, redlock, semaphore]
 
 const SYNC = [...SYNC_RW, ...SYNC_LOCKS, ...SYNC_FAIR, ...SYNC_SHARED]
+
+const WEB_LOCKS = [WEB_LOCKS_EXCLUSIVE, WEB_LOCKS_SHARED, RS_PLAIN]
+const WEB_LOCKS_HANDOFF = [WEB_LOCKS_EXCLUSIVE, RS_WAKE]
+const WEB_LOCKS_MIX = [WEB_LOCKS_SHARED, WEB_LOCKS_EXCLUSIVE]
 
 module.exports = {
   ALL,
@@ -742,7 +822,10 @@ module.exports = {
   SYNC_FAIR,
   SYNC_SHARED,
   VALKEY,
-  byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM, ...CLUSTER, ...REDLOCK_FACE, ...SEMAPHORE_FACE, ...SYNC, ...VALKEY].map((c) => [c.id, c])),
+  WEB_LOCKS,
+  WEB_LOCKS_HANDOFF,
+  WEB_LOCKS_MIX,
+  byId: Object.fromEntries([...ALL, ...REDISSON, RS_WAKE, ...QUORUM, ...CLUSTER, ...REDLOCK_FACE, ...SEMAPHORE_FACE, ...SYNC, ...VALKEY, ...WEB_LOCKS].map((c) => [c.id, c])),
   DEL_IF_EQUAL,
   TTL
 }

@@ -97,13 +97,35 @@
  * scripted at 1 and 16 workers; cycles/s at 128 and 512 workers, Lua-free
  * ≥ 1.2× scripted and ≥ 2.5× the best JS contender.
  *
+ * Web Locks face (section web-locks, issue 36; no targets, informational):
+ * on the main redis-server, `require('redislock-rs/web-locks')` on the
+ * JS-thread engine, one `new LockManager({ host, port }, { prefix, lease:
+ * 10000 })` per child shared by its workers (contenders.js webLocks),
+ * interleaved rounds:
+ * - uncontended at 1, 16 and 128 workers, each on its own name, a loop of
+ *   `await locks.request(name, async () => {})` (exclusive) and, as
+ *   another contender, of `request(name, { mode: 'shared' }, ...)`, next
+ *   to the redislock face's plain lock (`createLock`, acquire + release,
+ *   each worker its own key) in the same run;
+ * - handoff: 16 workers in one child on ONE name, each looping an
+ *   exclusive request whose callback holds it ~1 ms (child.js, mode
+ *   'handoff', `order`): the time from the end of one holder's callback
+ *   to the start of the next one's (p50 / p99), critical sections/s and
+ *   the share of grants to the longest waiter (Web Locks is FIFO: must be
+ *   100 %), next to the redislock face with `wakeOnRelease: true,
+ *   retries: -1, delay: 50` (the wake section's contender and measurement);
+ * - mix: 16 workers looping shared requests and 1 an exclusive one held
+ *   1 ms, on ONE name (child.js, mode 'rw'), next to the same 17 workers
+ *   all exclusive.
+ *
  * Env: BENCH_QUICK=1, BENCH_ROUNDS=n, BENCH_DURATION_MS=n,
  *      BENCH_SECTIONS=name,name: run only these sections, in the usual order
  *        (default: all). Names: uncontended, contention, audit, redisson,
  *        wake, quorum, redlock-face, semaphore-face, redisson-sync,
- *        cluster, valkey, memory, remote; e.g. BENCH_SECTIONS=wake or
- *        BENCH_SECTIONS=redisson,wake or BENCH_SECTIONS=cluster or
- *        BENCH_SECTIONS=valkey. A partial run writes
+ *        cluster, valkey, web-locks, memory, remote; e.g.
+ *        BENCH_SECTIONS=wake or BENCH_SECTIONS=redisson,wake or
+ *        BENCH_SECTIONS=cluster or BENCH_SECTIONS=valkey or
+ *        BENCH_SECTIONS=web-locks. A partial run writes
  *        benchmark/RESULTS.partial.md and RESULTS.partial.json and leaves
  *        RESULTS.md / RESULTS.json alone (with BENCH_QUICK=1:
  *        RESULTS.quick.md, as always); its report and PASS / MISS lines
@@ -112,7 +134,8 @@
  *        redisson-rs, redislock-rs-wake, redislock-rs-quorum,
  *        redislock-rs-redlock, redislock-rs-semaphore-mutex,
  *        redislock-rs-semaphore-semaphore, redislock-rs-cluster,
- *        redislock-rs-valkey-luafree and redislock-rs-valkey-scripted are
+ *        redislock-rs-valkey-luafree, redislock-rs-valkey-scripted,
+ *        redislock-rs-web-locks and redislock-rs-web-locks-shared are
  *        always run),
  *      VALKEY_SERVER=path (the valkey section's server, if 9.0 or later;
  *        see scripts/valkey.js),
@@ -120,6 +143,8 @@
  *        (recorded time per Redisson handoff round), BENCH_WAKE_MS=n
  *        (recorded time per wake-on-release round),
  *      BENCH_SYNC_HANDOFF_MS=n (recorded time per fair-lock handoff round),
+ *      BENCH_WEB_LOCKS_HANDOFF_MS=n (recorded time per Web Locks handoff
+ *        round),
  *      BENCH_NO_MEMORY=1, BENCH_NO_REMOTE=1, BENCH_REMOTE_DELAY_MS=0.2 (0: no netem)
  */
 
@@ -138,7 +163,7 @@ const report = require('./report')
 
 const QUICK = process.env.BENCH_QUICK === '1'
 /** The sections, in the order they run (BENCH_SECTIONS picks some). */
-const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'redlock-face', 'semaphore-face', 'redisson-sync', 'cluster', 'valkey', 'memory', 'remote']
+const SECTIONS = ['uncontended', 'contention', 'audit', 'redisson', 'wake', 'quorum', 'redlock-face', 'semaphore-face', 'redisson-sync', 'cluster', 'valkey', 'web-locks', 'memory', 'remote']
 const PICKED = process.env.BENCH_SECTIONS ? process.env.BENCH_SECTIONS.split(',').map((x) => x.trim()).filter(Boolean) : null
 if (PICKED) {
   const unknown = PICKED.filter((x) => !SECTIONS.includes(x))
@@ -192,7 +217,12 @@ const CFG = {
   syncPesWorkers: [16],
   clusterPrimaries: 3,
   clusterWorkers: [1, 16, 128],
-  valkeyWorkers: [1, 16, 128, 512]
+  valkeyWorkers: [1, 16, 128, 512],
+  webLocksWorkers: [1, 16, 128],
+  webLocksHandoffWorkers: 16,
+  webLocksDelay: 50, // the redislock face's retry delay in the handoff (wakeOnRelease)
+  webLocksHandoffDuration: Number(process.env.BENCH_WEB_LOCKS_HANDOFF_MS) || (QUICK ? 1000 : 5000),
+  webLocksMixReaders: 16
 }
 const RUN = (section) => CFG.sections.includes(section)
 const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',') : null
@@ -210,6 +240,11 @@ const SYNC_FAIR_LIST = syncPick(contenders.SYNC_FAIR)
 const SYNC_SHARED_LIST = syncPick(contenders.SYNC_SHARED)
 const CLUSTER_LIST = RUN('cluster') ? contenders.CLUSTER.filter((c) => !ONLY || ONLY.includes(c.id) || c.id === report.RS_CLUSTER) : []
 const VALKEY_LIST = RUN('valkey') ? contenders.VALKEY.filter((c) => !ONLY || ONLY.includes(c.id) || report.VALKEY_RS.includes(c.id)) : []
+const WEB_LOCKS_ON = RUN('web-locks')
+const webLocksPick = (list) => WEB_LOCKS_ON ? list.filter((c) => !ONLY || ONLY.includes(c.id) || report.WEB_LOCKS_RS.includes(c.id)) : []
+const WEB_LOCKS_LIST = webLocksPick(contenders.WEB_LOCKS)
+const WEB_LOCKS_HANDOFF_LIST = webLocksPick(contenders.WEB_LOCKS_HANDOFF)
+const WEB_LOCKS_MIX_LIST = webLocksPick(contenders.WEB_LOCKS_MIX)
 
 const log = (...a) => console.error('[bench]', ...a)
 const rotate = (arr, k) => arr.map((_, i) => arr[(i + k) % arr.length])
@@ -669,6 +704,58 @@ async function valkey () {
   }
 }
 
+/** One part of the web-locks section: every contender of `list` ROUNDS times, interleaved and rotated; `spec(x, round)` gives the child's spec, `show(r)` the log line. */
+async function webLocksRounds (list, what, spec, show) {
+  const runs = Object.fromEntries(list.map((x) => [x.id, []]))
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const x of rotate(list, round)) {
+      const r = await measureChild(x, spec(x, round))
+      runs[x.id].push(r)
+      log(`web-locks, ${what}, round ${round + 1}, ${x.id}: ${show(r)}`)
+    }
+  }
+  return runs
+}
+
+/**
+ * Web Locks face (issue 36; informational, no targets), on the main
+ * redis-server: uncontended request() (exclusive, shared) next to the
+ * redislock face's createLock; the handoff of one name under 16 waiters
+ * next to createLock with wakeOnRelease; shared requests with one
+ * exclusive on one name next to the same workers all exclusive.
+ */
+async function webLocks (target) {
+  const at = { host: target.host, port: target.port }
+  const out = { server: `${target.host}:${target.port}`, uncontended: {}, handoff: null, mix: null }
+  if (WEB_LOCKS_LIST.length) {
+    for (const c of CFG.webLocksWorkers) {
+      const runs = await webLocksRounds(WEB_LOCKS_LIST, `uncontended, ${c} worker(s)`, (x, round) => ({
+        ...at, mode: 'uncontended', workers: c, warmupMs: CFG.warmup, durationMs: CFG.duration, key: `bench:web-locks:unc:${x.id}:${c}:${round}`
+      }), (r) => `${Math.round(r.cyclesPerSec)} cycles/s, p50 ${r.p50.toFixed(3)} ms`)
+      out.uncontended[c] = Object.fromEntries(WEB_LOCKS_LIST.map((x) => [x.id, summarize(runs[x.id])]))
+    }
+  }
+  if (WEB_LOCKS_HANDOFF_LIST.length) {
+    const runs = await webLocksRounds(WEB_LOCKS_HANDOFF_LIST, `handoff, ${CFG.webLocksHandoffWorkers} waiters`, (x, round) => ({
+      ...at, mode: 'handoff', order: true, workers: CFG.webLocksHandoffWorkers, warmupMs: CFG.warmup, delay: CFG.webLocksDelay,
+      durationMs: CFG.webLocksHandoffDuration, minHandoffs: CFG.handoffMin, capMs: CFG.webLocksHandoffDuration + CFG.handoffCapExtraMs,
+      key: `bench:web-locks:handoff:${x.id}:${round}`
+    }), (r) => `${r.handoffs} handoffs in ${r.seconds.toFixed(1)} s, ${Math.round(r.csPerSec)} critical sections/s, ` +
+      `p50 ${percentile(r.gaps, 0.5).toFixed(3)} ms, p99 ${percentile(r.gaps, 0.99).toFixed(3)} ms, ` +
+      `max ${Math.max(r.gaps[r.gaps.length - 1] || 0, r.openGapMs || 0).toFixed(1)} ms, to the longest waiter ${r.inOrder}/${r.ordered}${r.capped ? ', CAPPED' : ''}` +
+      `${r.overlaps ? `, ${r.overlaps} OVERLAPPING HOLD(S): the lock was not exclusive` : ''}`)
+    out.handoff = Object.fromEntries(WEB_LOCKS_HANDOFF_LIST.map((x) => [x.id, summarizeHandoffs(runs[x.id], CFG.stallMs)]))
+  }
+  if (WEB_LOCKS_MIX_LIST.length) {
+    const runs = await webLocksRounds(WEB_LOCKS_MIX_LIST, `mix, ${CFG.webLocksMixReaders} + 1 on one name`, (x, round) => ({
+      ...at, mode: 'rw', workers: CFG.webLocksMixReaders, csMs: CFG.csMs, warmupMs: CFG.warmup, durationMs: CFG.duration, key: `bench:web-locks:mix:${x.id}:${round}`
+    }), (r) => `${r.groups.readers.workers} ${contenders.byId[r.id].mode} ${Math.round(r.groups.readers.cyclesPerSec)}/s, exclusive ${Math.round(r.groups.writer.cyclesPerSec)}/s ` +
+      `(exclusive p99 ${r.groups.writer.p99.toFixed(1)} ms, longest open at the deadline ${r.groups.writer.openMaxMs.toFixed(1)} ms)`)
+    out.mix = Object.fromEntries(WEB_LOCKS_MIX_LIST.map((x) => [x.id, summarizeGroups(runs[x.id])]))
+  }
+  return out
+}
+
 /** The commands each contender sends per uncontended cycle (MONITOR), one child each. */
 async function audit (target) {
   const out = {}
@@ -732,7 +819,8 @@ async function main () {
     `redis-semaphore face: ${SEMAPHORE_FACE_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
     `Redisson's synchronizers: ${SYNC_ON ? [...new Set([...SYNC_RW_LIST, ...SYNC_LOCK_LIST, ...SYNC_FAIR_LIST, ...SYNC_SHARED_LIST].map((c) => c.id))].join(', ') : 'skipped'}; ` +
     `Redis Cluster: ${CLUSTER_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
-    `Valkey 9: ${VALKEY_LIST.map((c) => c.id).join(', ') || 'skipped'}`)
+    `Valkey 9: ${VALKEY_LIST.map((c) => c.id).join(', ') || 'skipped'}; ` +
+    `Web Locks face: ${WEB_LOCKS_ON ? [...new Set([...WEB_LOCKS_LIST, ...WEB_LOCKS_HANDOFF_LIST, ...WEB_LOCKS_MIX_LIST].map((c) => c.id))].join(', ') : 'skipped'}`)
   try {
     const needSha = RUN('uncontended') || RUN('remote')
     const sha = needSha && await cLimit.available() ? await raw.command('127.0.0.1', server.port, 'SCRIPT', 'LOAD', contenders.DEL_IF_EQUAL) : null
@@ -757,6 +845,7 @@ async function main () {
     R.cluster = CLUSTER_LIST.length ? await cluster() : null
     R.valkey = VALKEY_LIST.length ? await valkey() : null
     if (R.valkey && !R.valkey.available) log(`valkey: skipped (${R.valkey.reason})`)
+    R.webLocks = WEB_LOCKS_ON ? await webLocks(target) : null
     if (RUN('memory') && process.env.BENCH_NO_MEMORY !== '1') R.local.memory = await memory(target)
     R.remote = RUN('remote') ? await remote(sha) : { available: false, reason: 'not run (BENCH_SECTIONS)', skipped: true }
     if (!R.remote.available && !R.remote.skipped) log(`remote scenario: not available here (${R.remote.reason})`)
@@ -821,6 +910,10 @@ async function main () {
       for (const t of vchecks) console.log(`${t.status.padEnd(4)}  ${t.name} — ${t.detail}`)
     } else if (R.valkey) {
       console.log(`Valkey 9: skipped (${R.valkey.reason})`)
+    }
+    if (R.webLocks) {
+      console.log('Web Locks face, redislock-rs/web-locks next to the redislock face, issue 36 (informational, no target; same-run ratios):')
+      for (const t of report.webLocksLines(R.webLocks)) console.log(`      ${t}`)
     }
     log(`wrote ${path.relative(process.cwd(), file)} in ${meta.seconds.toFixed(0)} s`)
   } finally {

@@ -56,6 +56,10 @@ const VALKEY_RS = [RS_VALKEY_LUAFREE, RS_VALKEY_SCRIPTED]
 const VALKEY_CPU_TARGETS = { 1: 0.7, 16: 0.7 }
 /** On Valkey: the Lua-free path's cycles/s ≥ `scripted` × the scripted path's and ≥ `js` × the best JS contender's, per worker count. */
 const VALKEY_THROUGHPUT_TARGETS = { 128: { scripted: 1.2, js: 2.5 }, 512: { scripted: 1.2, js: 2.5 } }
+/** The web-locks section's contenders of ours (always run, whatever BENCH_ONLY says): the LockManager's exclusive and shared requests. */
+const WEB_LOCKS_EXCLUSIVE = 'redislock-rs-web-locks'
+const WEB_LOCKS_SHARED = 'redislock-rs-web-locks-shared'
+const WEB_LOCKS_RS = [WEB_LOCKS_EXCLUSIVE, WEB_LOCKS_SHARED]
 /** wakeOnRelease's targets: handoff p50 and p99 (ms) at most. */
 const WAKE_P50_MS = 1
 const WAKE_P99_MS = 5
@@ -75,7 +79,7 @@ function labelOf (id) {
   if (id === C_LIMIT) return 'C limit: redis-benchmark -c 1 -P <workers>'
   return contenders.byId[id] ? contenders.byId[id].label : id
 }
-const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM || id === RS_CLUSTER || id === RS_REDLOCK || SEMAPHORE_FACE_RS.includes(id) || SYNC_RS.includes(id) || VALKEY_RS.includes(id) ? `**${labelOf(id)}**` : labelOf(id)
+const nameOf = (id) => id === RS || id === REDISSON_RS || id === RS_WAKE || id === RS_QUORUM || id === RS_CLUSTER || id === RS_REDLOCK || SEMAPHORE_FACE_RS.includes(id) || SYNC_RS.includes(id) || VALKEY_RS.includes(id) || WEB_LOCKS_RS.includes(id) ? `**${labelOf(id)}**` : labelOf(id)
 
 /** [id, summary] of the JavaScript contender with the most cycles/s in `sc`, or []. */
 function bestJs (sc) {
@@ -453,6 +457,9 @@ module.exports = {
   VALKEY_RS,
   VALKEY_CPU_TARGETS,
   VALKEY_THROUGHPUT_TARGETS,
+  WEB_LOCKS_EXCLUSIVE,
+  WEB_LOCKS_SHARED,
+  WEB_LOCKS_RS,
   WAKE_P50_MS,
   WAKE_P99_MS,
   JS_IDS,

@@ -255,6 +255,8 @@ const forJson = (sorted) => Array.from(sorted, (x) => Math.round(x * 1e4) / 1e4)
  * The workers still waiting at the end are abandoned (the caller exits),
  * not drained: workers leaving one by one is not contention. A gap still
  * open at the end (released, nobody has it yet) is reported as openGapMs.
+ * `csPerSec`: the acquisitions while recording (handoffs and late
+ * arrivals: the critical sections) per second.
  * Sanity check: `overlaps` counts acquisitions (warm-up included) that
  * resolved while another worker of this process still held the lock (its
  * release() not yet called); anything but 0 means the lock is not exclusive.
@@ -273,6 +275,7 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs,
   let overlaps = 0
   let same = 0
   let counter = 0
+  let held = 0 // acquisitions while recording: critical sections, late arrivals included
   let closed = false // finished by an acquisition: no handoff in progress
   // order: when each worker's pending acquire() started (hrtime), to check
   // first come, first served: a grant is "in order" when it went to the
@@ -320,6 +323,7 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs,
         }
       }
       counter++ // the critical section
+      if (recording) held++
       if (recording) {
         waits.push(Number(t - s) / 1e6)
         if (lastRelease !== null) {
@@ -380,6 +384,7 @@ async function runHandoffs (waiters, { warmupMs, durationMs, minHandoffs, capMs,
     procCpuUs: (cpu.user + cpu.system) / n,
     jsCpuUs: (js1 - js0) / 1e3 / n,
     acquisitions: counter,
+    csPerSec: held / seconds,
     overlaps,
     ...(order ? { ordered, inOrder } : {}),
     gaps: forJson(gaps.sorted()),
@@ -402,6 +407,8 @@ function summarizeHandoffs (runs, stallMs) {
     seconds: runs.reduce((a, r) => a + r.seconds, 0),
     handoffsPerSec: median(rate),
     min: Math.min(...rate),
+    // critical sections (acquisitions while recording, late arrivals too) per s, median of the rounds
+    csPerSec: median(runs.map((r) => r.csPerSec).filter((x) => Number.isFinite(x))),
     max: Math.max(...rate),
     p50: percentile(gaps, 0.5),
     p99: percentile(gaps, 0.99),

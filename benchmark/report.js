@@ -17,7 +17,11 @@
  * (redislock-rs vs node-redlock and redislock on a Redis Cluster; ratios
  * only, no PASS / MISS), and the valkey section's (redislock-rs on Valkey 9,
  * Lua-free vs scripted vs the JavaScript contenders, with the server's CPU
- * per cycle; issue 35's PASS / MISS rows, or why it was skipped).
+ * per cycle; issue 35's PASS / MISS rows, or why it was skipped), and the
+ * web-locks section's tables (the Web Locks face, redislock-rs/web-locks,
+ * next to the redislock face in the same run: uncontended, the handoff of
+ * one name, a shared / exclusive mix; informational: same-run ratios, no
+ * PASS / MISS).
  */
 
 const fs = require('fs')
@@ -34,7 +38,8 @@ const {
   THROUGHPUT, fmtInt, fmt, times, ratio, mib, workersLabel, labelOf, nameOf, bestJs, cmdBreakdown,
   ratioTargets, targets, otherChecks, redissonChecks, wakeChecks, quorumChecks, serversLabel,
   redlockFaceChecks, redlockFaceContention, semaphoreFaceChecks, semaphoreFaceContention,
-  semaphoreFaceReadmeRows, RS_VALKEY_SCRIPTED, VALKEY_RS, VALKEY_CPU_TARGETS, VALKEY_THROUGHPUT_TARGETS, valkeyChecks
+  semaphoreFaceReadmeRows, RS_VALKEY_SCRIPTED, VALKEY_RS, VALKEY_CPU_TARGETS, VALKEY_THROUGHPUT_TARGETS, valkeyChecks,
+  WEB_LOCKS_EXCLUSIVE, WEB_LOCKS_SHARED, WEB_LOCKS_RS
 } = judge
 
 // ---------------------------------------------------------------- tables
@@ -243,20 +248,22 @@ function clusterReadmeRows (Rc) {
 
 /**
  * Handoff rows; `wait`: what the waiting call is called; `other`: add the
- * handoffs to another worker than the previous holder (wake section).
+ * handoffs to another worker than the previous holder (wake section);
+ * `order`: add the grants to the longest waiter; `cs`: add the critical
+ * sections per second (handoffs and late arrivals; web-locks section).
  */
-function handoffTable (sc, stallMs, { wait = 'tryLock', other = false, order = false } = {}) {
+function handoffTable (sc, stallMs, { wait = 'tryLock', other = false, order = false, cs = false } = {}) {
   const lines = [
-    `| contender | handoffs (rounds, s recorded) | handoffs/s median (min–max) | handoff p50 ms | p99 ms | max ms | stalls > ${stallMs} ms | late arrivals (not counted) | ` +
+    `| contender | handoffs (rounds, s recorded) | handoffs/s median (min–max) | ${cs ? 'critical sections/s median | ' : ''}handoff p50 ms | p99 ms | max ms | stalls > ${stallMs} ms | late arrivals (not counted) | ` +
       `${other ? 'to another worker: handoffs, p50 / p99 ms | ' : ''}${order ? 'grants to the longest waiter | ' : ''}wait in ${wait} p50 / p99 / max ms | process CPU µs/handoff |`,
-    `|---|---:|---:|---:|---:|---:|---:|---:|${other ? '---:|' : ''}${order ? '---:|' : ''}---:|---:|`
+    `|---|---:|---:|${cs ? '---:|' : ''}---:|---:|---:|---:|---:|${other ? '---:|' : ''}${order ? '---:|' : ''}---:|---:|`
   ]
   for (const [id, s] of Object.entries(sc)) {
     const open = Number.isFinite(s.openGapMaxMs) && s.openGapMaxMs > s.maxGap ? ` (a gap still open at the end of a round: ≥ ${fmt(s.openGapMaxMs, 1)})` : ''
     const stalls = s.openStalls ? `${s.stalls} + ${s.openStalls} open at the end` : String(s.stalls)
     const overlaps = s.overlaps ? `, **${s.overlaps} overlapping hold(s): not exclusive**` : ''
     lines.push(`| ${nameOf(id)} | ${fmtInt(s.handoffs)} (${s.runs}, ${fmt(s.seconds, 1)} s)${s.capped ? `, ${s.capped} round(s) capped` : ''}${overlaps} | ` +
-      `${fmtInt(s.handoffsPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${fmt(s.maxGap, 1)}${open} | ${stalls} | ` +
+      `${fmtInt(s.handoffsPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${cs ? `${fmtInt(s.csPerSec)} | ` : ''}${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${fmt(s.maxGap, 1)}${open} | ${stalls} | ` +
       `${fmt(100 * s.sameWorker, 1)} % | ${other ? `${fmtInt(s.otherHandoffs)}, ${fmt(s.otherP50, 3)} / ${fmt(s.otherP99, 3)} | ` : ''}` +
       `${order ? `${orderCell(s)} | ` : ''}` +
       `${fmt(s.waitP50, 2)} / ${fmt(s.waitP99, 1)} / ${fmt(s.waitMax, 1)} | ${fmt(s.procCpuUs, 1)} |`)
@@ -565,6 +572,93 @@ function valkeySection (Rv, checks, cfg) {
   return parts
 }
 
+// ---------------------------------------------------------------- web-locks
+
+/** The web-locks section, uncontended: cycles/s, × the redislock face's plain lock (createLock), latency, CPU and Redis commands per cycle. */
+function webLocksUncontendedTable (sc) {
+  const base = sc[RS]
+  const lines = [
+    '| contender | cycles/s median (min–max) | × createLock | p50 ms | p99 ms | process CPU µs/cycle | JS-thread CPU µs/cycle | Redis cmds/cycle (cmdstat, incl. inside Lua) |',
+    '|---|---:|---:|---:|---:|---:|---:|---|'
+  ]
+  for (const [id, s] of Object.entries(sc)) {
+    lines.push(`| ${nameOf(id)} | ${fmtInt(s.cyclesPerSec)} (${fmtInt(s.min)}–${fmtInt(s.max)}) | ${base ? times(ratio(s.cyclesPerSec, base.cyclesPerSec)) : 'n/a'} | ` +
+      `${fmt(s.p50, 3)} | ${fmt(s.p99, 3)} | ${cpuCells(s)} | ${fmt(s.callsPerCycle)} (${cmdBreakdown(s.commands)}) |`)
+  }
+  return lines.join('\n')
+}
+
+/**
+ * The web-locks section's same-run ratios, one line each (informational,
+ * no PASS / MISS); a handoff that was not first come, first served or
+ * not exclusive is flagged.
+ */
+function webLocksLines (Rw) {
+  if (!Rw) return []
+  const out = []
+  for (const [c, sc] of Object.entries(Rw.uncontended || {})) {
+    const base = sc[RS]
+    const cell = (id, what) => sc[id] ? `${what} ${fmtInt(sc[id].cyclesPerSec)} (${base ? times(ratio(sc[id].cyclesPerSec, base.cyclesPerSec)) : 'n/a'} createLock)` : null
+    out.push(`uncontended, ${workersLabel(c)}, cycles/s: ` + [cell(WEB_LOCKS_EXCLUSIVE, 'request() exclusive'), cell(WEB_LOCKS_SHARED, 'shared')].filter(Boolean).join(', ') +
+      `; createLock acquire + release ${base ? fmtInt(base.cyclesPerSec) : 'n/a'}`)
+  }
+  const h = Rw.handoff || {}
+  const a = h[WEB_LOCKS_EXCLUSIVE]
+  if (a) {
+    const b = h[RS_WAKE]
+    const share = orderShare(a)
+    const flags = [
+      ...(Number.isFinite(share) && share < 100 ? ['BELOW 100 %: not first come, first served'] : []),
+      ...(a.overlaps ? [`${a.overlaps} OVERLAPPING HOLD(S): not exclusive`] : [])
+    ]
+    out.push(`handoff, ${fmtInt(a.handoffs)} handoffs: request() p50 / p99 ${fmt(a.p50, 3)} / ${fmt(a.p99, 3)} ms, ${fmtInt(a.csPerSec)} critical sections/s, ` +
+      `to the longest waiter ${orderCell(a)}${flags.length ? ` — ${flags.join('; ')}` : ''}; ` +
+      `createLock wakeOnRelease ${b ? `${fmt(b.p50, 3)} / ${fmt(b.p99, 3)} ms, ${fmtInt(b.csPerSec)} critical sections/s (p50 ${times(ratio(a.p50, b.p50))}, critical sections/s ${times(ratio(a.csPerSec, b.csPerSec))})` : 'n/a'}`)
+  }
+  const m = Rw.mix || {}
+  const x = m[WEB_LOCKS_SHARED]
+  const y = m[WEB_LOCKS_EXCLUSIVE]
+  if (x && y) {
+    const g = (s, n) => s.groups[n].cyclesPerSec
+    out.push(`mix, ${x.groups.readers.workers} shared + 1 exclusive on one name: shared ${fmtInt(g(x, 'readers'))}/s, exclusive ${fmtInt(g(x, 'writer'))}/s; ` +
+      `the same workers all exclusive: ${fmtInt(g(y, 'readers'))}/s, ${fmtInt(g(y, 'writer'))}/s; sharing: the ${x.groups.readers.workers} ${times(ratio(g(x, 'readers'), g(y, 'readers')))}, the exclusive one ${times(ratio(g(x, 'writer'), g(y, 'writer')))}`)
+  }
+  return out
+}
+
+function webLocksSection (Rw, cfg) {
+  const parts = [
+    '## Web Locks face: redislock-rs/web-locks next to the redislock face (issue 36; informational, no targets)',
+    '',
+    `Method: \`require('redislock-rs/web-locks')\` (REDISLOCK_RS_ENGINE=js), each contender in a child process of its own with one \`new LockManager({ host, port }, { prefix: 'weblocks:bench:', lease: 10000 })\` shared by all its workers, ` +
+      `on the main redis-server (${Rw.server}), interleaved and rotated per round (${cfg.rounds} round(s)), medians. The machine may be shared: compare within a table (same run), not across runs. ` +
+      `Uncontended: every worker its own name, \`await locks.request(name, async () => {})\` (exclusive) or \`request(name, { mode: 'shared' }, async () => {})\` in a loop, ${cfg.duration} ms after a ${cfg.warmup} ms warm-up, ` +
+      'next to the redislock face\'s plain lock in the same run (`createLock({host, port}, {timeout: 10000, retries: 0, delay: 50})` per worker, acquire + release, every worker its own key; "× createLock"). ' +
+      `Handoff: ${cfg.webLocksHandoffWorkers} workers in ONE child, all on ONE name, each looping an exclusive \`request(name, cb)\` whose callback holds the lock ~1 ms (a 1 ms timer) and then settles; ` +
+      'a handoff is the time from the end of the holder\'s callback (its promise settled) to the start of the next holder\'s callback (process.hrtime.bigint(), same process), the wake section\'s measurement (benchmark/measure.js runHandoffs): ' +
+      'the releaser stays out until another worker holds, and only grants to requests made before the release count (late arrivals apart); "grants to the longest waiter" = grants to the worker whose request() started first among those waiting (Web Locks grants in order: 100 %). ' +
+      `Next to it the redislock face waking on release: \`createLock({host, port}, {timeout: 10000, retries: -1, delay: ${cfg.webLocksDelay}, wakeOnRelease: true})\`, one lock per worker, acquire, ~1 ms, release, the same measurement. ` +
+      `Critical sections/s = every grant while recording (late arrivals too) / s. ${cfg.webLocksHandoffDuration} ms recorded per round after a ${cfg.warmup} ms warm-up (at least ${cfg.handoffMin} handoffs, ${cfg.handoffCapExtraMs / 1000} s more at most); percentiles over all rounds' handoffs pooled. ` +
+      `Mix: ${cfg.webLocksMixReaders} workers looping \`request(name, { mode: 'shared' }, async () => {})\` and 1 looping an exclusive request holding ${cfg.csMs} ms, all on ONE name in one child, ${cfg.duration} ms after a ${cfg.warmup} ms warm-up ` +
+      '(only requests completed within the time count), next to the same workers all exclusive. ' +
+      'Redis cmds/cycle = the INFO commandstats delta / cycles (incl. the commands run inside Lua).',
+    ''
+  ]
+  for (const [c, sc] of Object.entries(Rw.uncontended || {})) {
+    parts.push(`### Web Locks, uncontended: ${workersLabel(c)}, each on its own name`, '', webLocksUncontendedTable(sc), '')
+  }
+  if (Rw.handoff) {
+    parts.push(`### Web Locks, handoff: ${cfg.webLocksHandoffWorkers} workers on one name, ~1 ms hold, vs createLock with wakeOnRelease`, '',
+      handoffTable(Rw.handoff, cfg.stallMs, { wait: 'request / acquire', order: true, cs: true }), '')
+  }
+  if (Rw.mix) {
+    parts.push(`### Web Locks, mix: ${cfg.webLocksMixReaders} shared + 1 exclusive (${cfg.csMs} ms held) on one name, vs the same workers all exclusive`, '',
+      'Columns: "readers" = the shared requests (all exclusive in the baseline row), "writer" = the exclusive one.', '', syncRwTable(Rw.mix), '')
+  }
+  parts.push('Same-run ratios (informational, no target):', '', ...webLocksLines(Rw).map((t) => `- ${t}`), '')
+  return parts
+}
+
 // ---------------------------------------------------------------- report
 
 function machine () {
@@ -660,8 +754,9 @@ function render (R, tgs, others, meta, cfg, rchecks = [], wchecks = [], qchecks 
   if (R.redissonSync) parts.push(...redissonSyncSection(R.redissonSync, cfg))
   if (R.cluster) parts.push(...clusterSection(R.cluster, cfg))
   if (R.valkey) parts.push(...valkeySection(R.valkey, vchecks, cfg))
+  if (R.webLocks) parts.push(...webLocksSection(R.webLocks, cfg))
   if (others.length || !cfg.partial) parts.push('## Other checks (from earlier issues)', '', ...others.map(line), '')
   return parts.join('\n')
 }
 
-module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, redlockFaceChecks, redlockFaceContention, semaphoreFaceChecks, semaphoreFaceContention, redissonSyncLines, clusterRatios, valkeyChecks, render, machine, pkgVersion, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM, RS_CLUSTER, RS_REDLOCK, SEMAPHORE_FACE_RS, SYNC_RS, VALKEY_RS }
+module.exports = { targets, ratioTargets, otherChecks, redissonChecks, wakeChecks, quorumChecks, redlockFaceChecks, redlockFaceContention, semaphoreFaceChecks, semaphoreFaceContention, redissonSyncLines, clusterRatios, valkeyChecks, webLocksLines, render, machine, pkgVersion, RS, C_LIMIT, REDISSON_RS, NODE_REDISSON, RS_WAKE, RS_QUORUM, RS_CLUSTER, RS_REDLOCK, SEMAPHORE_FACE_RS, SYNC_RS, VALKEY_RS, WEB_LOCKS_RS }

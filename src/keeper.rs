@@ -148,6 +148,8 @@ struct Entry {
     confirmed_until: Arc<AtomicU64>,
     /// The environment it is kept for (`None`: kept for no JavaScript).
     liveness: Option<Arc<Liveness>>,
+    /// Ends the wait for the next renewal at once ([`nudge`]).
+    nudge: Arc<tokio::sync::Notify>,
 }
 
 static RUNNING: LazyLock<Mutex<HashMap<Held, Entry>>> = LazyLock::new(Mutex::default);
@@ -176,7 +178,7 @@ pub fn start(
     valid_until: Instant,
     watch: Option<Watch>,
 ) {
-    let (gate, stopped, lease, confirmed) = {
+    let (gate, stopped, lease, confirmed, nudge) = {
         let mut map = running();
         // Checked under the map's lock, which `end` holds while it marks
         // the environment ended: no entry of an ended one is left behind.
@@ -189,12 +191,14 @@ pub fn start(
             lease_ms: Arc::new(AtomicU64::new(lease_ms)),
             confirmed_until: Arc::new(AtomicU64::new(at_ms(valid_until))),
             liveness: watch.as_ref().map(|w| Arc::clone(&w.liveness)),
+            nudge: Arc::new(tokio::sync::Notify::new()),
         };
         let parts = (
             Arc::clone(&entry.gate),
             Arc::clone(&entry.stopped),
             Arc::clone(&entry.lease_ms),
             Arc::clone(&entry.confirmed_until),
+            Arc::clone(&entry.nudge),
         );
         map.insert(held.clone(), entry);
         parts
@@ -213,7 +217,10 @@ pub fn start(
         };
         loop {
             let every = Duration::from_millis((lease.load(Ordering::Acquire) / 3).max(1));
-            tokio::time::sleep(every).await;
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = nudge.notified() => {}
+            }
             let _renewing = gate.lock().await;
             if stopped.load(Ordering::Acquire) {
                 return;
@@ -256,6 +263,34 @@ fn forget(held: &Held, stopped: &Arc<AtomicBool>) {
         .is_some_and(|e| Arc::ptr_eq(&e.stopped, stopped))
     {
         map.remove(held);
+    }
+}
+
+/// Renews every kept lock `which` picks now rather than at its next tick
+/// (something suggests one may have been taken: a Web Locks `steal` was
+/// announced), so a loss is told at once; how many it picked (0: none is
+/// kept any more).
+pub fn nudge_where(which: impl Fn(&Held) -> bool) -> usize {
+    let map = running();
+    let mut picked = 0;
+    for (held, e) in map.iter() {
+        if which(held) {
+            e.nudge.notify_one();
+            picked += 1;
+        }
+    }
+    picked
+}
+
+/// Whether any kept lock is one `which` picks.
+pub fn any_where(which: impl Fn(&Held) -> bool) -> bool {
+    running().keys().any(which)
+}
+
+impl Held {
+    /// Whether it is of lock family `family` (a kind's `KEPT` tag).
+    pub fn is(&self, family: &'static str) -> bool {
+        self.family == family
     }
 }
 

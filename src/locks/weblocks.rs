@@ -103,14 +103,18 @@ end
 "#;
 
 /// A request: ARGV[4] mode (`x`/`s`), ARGV[5] lease ms, ARGV[6] client id,
-/// ARGV[7] how (`q` queue, `a` if available, `s` steal). 1 held, 0
-/// queued, -1 not granted (if available: nothing written).
+/// ARGV[7] how (`q` queue, `a` if available, `s` steal), ARGV[8] the
+/// prefix's steal channel (a steal that took the name from its holders
+/// announces there, by `PUBLISH`: their processes renew at once and learn
+/// it). 1 held, 0 queued, -1 not granted (if available: nothing written).
 const REQUEST: &str = r#"
 purge()
 local mode, lease, client, how = ARGV[4], tonumber(ARGV[5]), ARGV[6], ARGV[7]
 local record = mode .. '|' .. ARGV[5] .. '|' .. client
 if how == 's' then
-  for _, old in ipairs(redis.call('ZRANGE', h, 0, -1)) do drop_held(old) end
+  local stolen = redis.call('ZRANGE', h, 0, -1)
+  for _, old in ipairs(stolen) do drop_held(old) end
+  if #stolen > 0 then redis.call('PUBLISH', ARGV[8], '1') end
   redis.call('HSET', m, self, record)
   grant(self, mode, lease)
   process()
@@ -300,6 +304,7 @@ pub struct Queue {
     keys: [String; 6],
     channel: String,
     tag: String,
+    prefix: String,
 }
 
 impl Queue {
@@ -335,6 +340,7 @@ impl Queue {
             keys: [key("q"), key("h"), key("e"), key("m"), key("n"), key("x")],
             channel: key("released"),
             tag: tag.to_string(),
+            prefix: prefix.to_string(),
         }
     }
 
@@ -406,7 +412,14 @@ pub async fn request<C: ConnectionLike>(
         return Err(Error::InvalidArgument("a lease must be positive".into()));
     }
     let lease = lease_ms.to_string();
-    let rest = [mode.code(), lease.as_str(), client_id, how.code()];
+    let steals = steals_channel(&queue.prefix);
+    let rest = [
+        mode.code(),
+        lease.as_str(),
+        client_id,
+        how.code(),
+        steals.as_str(),
+    ];
     let n = int(queue
         .run(conn, &SCRIPTS.request, publish, id, &rest)
         .await?)?;
@@ -528,6 +541,18 @@ fn infos(v: Value) -> Result<Vec<Info>> {
         });
     }
     Ok(out)
+}
+
+/// Where a `steal` under `prefix` that took a lock from its holders is
+/// announced (classic pub/sub: on a Redis Cluster it reaches every node).
+pub fn steals_channel(prefix: &str) -> String {
+    format!("{prefix}weblocks:stolen")
+}
+
+/// What every held set's key under `prefix` starts with (the keeper's
+/// holds of this prefix).
+pub fn held_prefix(prefix: &str) -> String {
+    format!("{prefix}weblocks:{{")
 }
 
 /// The lease keeper's family tag for a held Web Locks request.

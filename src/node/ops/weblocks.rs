@@ -7,15 +7,16 @@
 //! `AbortSignal` takes it out of the queue. A granted request is kept by
 //! the lease keeper until the release (hold.rs).
 
+use std::collections::HashSet;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 use crate::hold;
-use crate::keeper::Held;
+use crate::keeper::{self, Held};
 use crate::locks::weblocks::{self, Aborted, How, Mode, Queue, Status};
 use crate::node::cancels::{cancel_slot_of, CancelSlot};
 use crate::node::engine::contract::Engine;
@@ -29,6 +30,7 @@ use crate::node::wire::done::{Reply, Value, WebLocksInfo, WebLocksName};
 use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::retry::{retry, Attempt, Retries, Schedule};
 use crate::waiting::timer::Timer;
+use crate::waiting::wakeups::Source;
 
 /// A Web Locks operation on `endpoint`, under the key prefix `prefix`, for
 /// the name whose UTF-16 code units are `tag` (hex), request `id` of the
@@ -58,6 +60,7 @@ pub(crate) fn weblock<E: Engine>(
         }
         let queue = Queue::of_tag(&prefix, &tag)?;
         let req = Req {
+            endpoint,
             queue: &queue,
             id: &id,
             nums: &nums,
@@ -73,6 +76,7 @@ pub(crate) fn weblock<E: Engine>(
 /// What every step of one request names.
 #[derive(Clone, Copy)]
 struct Req<'a> {
+    endpoint: u32,
     queue: &'a Queue,
     id: &'a str,
     nums: &'a Nums,
@@ -177,9 +181,77 @@ async fn request<C: ConnectionLike>(
         };
         let until = granted + Duration::from_millis(lease);
         hold::keep(rt()?, renewal, req.held(target), lease, granted, until, w);
+        watch_steals(req.endpoint, target, req.prefix)?;
     }
     Ok(Reply::Yes)
 }
+
+/// Servers and prefixes with a steal watcher running (see [`watch_steals`]).
+static WATCHING: LazyLock<Mutex<HashSet<(u32, String)>>> = LazyLock::new(Mutex::default);
+
+/// While this process keeps a Web Lock under `prefix` on `target`, one
+/// subscription to the prefix's steal channel (a `steal` that took a lock
+/// from its holders announces there) has the keeper renew those locks at
+/// once: a holder whose lock was stolen is told within a round trip, not
+/// at its next renewal. One per server and prefix, not one per lock: it
+/// ends when no such lock is kept.
+fn watch_steals(endpoint: u32, target: &Arc<Target>, prefix: &str) -> Result<()> {
+    let key = (endpoint, prefix.to_string());
+    if !locked(&WATCHING).insert(key.clone()) {
+        return Ok(());
+    }
+    let started = wakeups(target, Source::PubSub).and_then(|w| Ok((w, rt()?)));
+    let (wake, rt) = match started {
+        Ok(both) => both,
+        Err(e) => {
+            locked(&WATCHING).remove(&key);
+            return Err(e);
+        }
+    };
+    let channel = weblocks::steals_channel(prefix);
+    let ours = weblocks::held_prefix(prefix);
+    let mine = move |h: &Held| h.is(weblocks::KEPT) && h.name.starts_with(&ours);
+    rt.spawn(async move {
+        // No subscriber (a relayed client): renewals alone tell.
+        let mut sub = wake.subscribe(&channel).await.ok();
+        loop {
+            if let Some(s) = sub.as_mut() {
+                s.mark();
+            }
+            let woke = match sub.as_mut() {
+                Some(s) => matches!(
+                    tokio::time::timeout(STILL_KEPT_EVERY, s.wait()).await,
+                    Ok(Ok(()))
+                ),
+                None => {
+                    tokio::time::sleep(STILL_KEPT_EVERY).await;
+                    false
+                }
+            };
+            // Checked and given up under the registry's lock: a grant that
+            // starts a watcher meanwhile finds this one still registered
+            // only while it still runs.
+            let mut watching = locked(&WATCHING);
+            let kept = match woke {
+                true => keeper::nudge_where(&mine) > 0,
+                false => keeper::any_where(&mine),
+            };
+            if !kept {
+                watching.remove(&key);
+                return;
+            }
+        }
+    });
+    Ok(())
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How often a steal watcher checks that a lock of its prefix is still
+/// kept (it ends when none is), when nothing is announced.
+const STILL_KEPT_EVERY: Duration = Duration::from_millis(500);
 
 /// A request's turns: the request itself, then polls until it is held.
 struct Turn<'a, C> {
