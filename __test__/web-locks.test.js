@@ -265,3 +265,56 @@ test('mixed modes under load: never an exclusive holder beside another, and ever
   const left = await managers[0].query()
   assert.deepEqual([left.held, left.pending].map((l) => l.filter((x) => x.name === name).length), [0, 0])
 })
+
+test('requests on different names never wait for each other', async () => {
+  const m = manager()
+  const order = []
+  await m.request(fresh('outer'), async () => {
+    const blocked = fresh('b')
+    let release
+    const holder = m.request(blocked, () => new Promise((resolve) => { release = resolve }))
+    await sleep(20)
+    const waits = m.request(blocked, () => order.push('same name'))
+    await m.request(fresh('other'), () => order.push('other name'))
+    release()
+    await Promise.all([holder, waits])
+  })
+  assert.deepEqual(order, ['other name', 'same name'])
+})
+
+test('across processes: requests from three processes are granted in the order they were queued, and one aborted leaves no trace', async () => {
+  const name = fresh('xproc')
+  const m = manager({ clientId: 'parent' })
+  let release
+  const held = m.request(name, () => new Promise((resolve) => { release = resolve }))
+  await sleep(30)
+  const member = (clientId, abortAfterMs) => child(`
+    const { LockManager } = require('./web-locks')
+    const m = new LockManager({ port: ${redis.server.port} }, { lease: 3000, clientId: ${JSON.stringify(clientId)} })
+    const signal = ${abortAfterMs ? `AbortSignal.timeout(${abortAfterMs})` : 'undefined'}
+    m.request(${JSON.stringify(name)}, { signal }, () => { console.log('granted ' + process.hrtime.bigint()) })
+      .then(() => console.log('done'), (e) => console.log('rejected ' + e.name))
+  `)
+  const pendingIds = async () => (await m.query()).pending.filter((p) => p.name === name).map((p) => p.clientId)
+  const until = async (want) => {
+    for (let i = 0; i < 200; i++) {
+      if (JSON.stringify(await pendingIds()) === JSON.stringify(want)) return
+      await sleep(25)
+    }
+    assert.fail(`pending never became ${JSON.stringify(want)}: ${JSON.stringify(await pendingIds())}`)
+  }
+  const first = member('first')
+  await until(['first'])
+  const quitter = member('quitter', 1500)
+  await until(['first', 'quitter'])
+  const last = member('last')
+  await until(['first', 'quitter', 'last'])
+  await quitter.line('rejected TimeoutError')
+  await until(['first', 'last'])
+  release()
+  await held
+  const [a, b] = await Promise.all([first.exited, last.exited])
+  const at = (r) => BigInt(/granted (\d+)/.exec(r.out)[1])
+  assert.ok(at(a) < at(b), `first before last:\n${a.out}\n${b.out}`)
+  assert.deepEqual(await pendingIds(), [])
+})
