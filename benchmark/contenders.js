@@ -769,7 +769,7 @@ function webLocks (id, label, mode) {
           let given = null // request()'s promise: resolves once the lock is given back
           return {
             acquire: () => new Promise((resolve, reject) => {
-              given = locks.request(key, options, () => new Promise((resolve2) => { done = resolve2; resolve(true) }))
+              given = locks.request(key, options, () => new Promise((end) => { done = end; resolve(true) }))
               given.catch(reject) // a request that fails before its grant
             }),
             release: () => { const d = done; done = null; d(); return given }

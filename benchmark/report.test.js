@@ -7,7 +7,9 @@
  * engine's ratio informational), its contention line and its markdown; and
  * for the valkey section: its contenders, its PASS / MISS rows (the path
  * each of ours took, server CPU per cycle, cycles/s), its tables, and the
- * section skipped when there is no valkey-server.
+ * section skipped when there is no valkey-server; and for the web-locks
+ * section: its contenders, its same-run lines (flagged when not first come,
+ * first served or not exclusive) and its tables (no PASS / MISS).
  */
 
 const test = require('node:test')
@@ -362,4 +364,130 @@ test('render: the valkey section skipped says why, with no table and no rows', (
   assert.match(text, /## Valkey 9: redislock-rs Lua-free vs scripted[^\n]*\n\nSkipped: no valkey-server 9\.0 or later here\.\n/)
   assert.doesNotMatch(text, /### Valkey/)
   assert.doesNotMatch(text, /\*\*(PASS|MISS)\*\*/)
+})
+
+// ---------------------------------------------------------------- web-locks
+
+function webLocksFixture () {
+  const h = (p50, p99, csPerSec, inOrder, ordered, extra = {}) => ({
+    runs: 3, handoffs: ordered, seconds: 15, handoffsPerSec: csPerSec, min: csPerSec, max: csPerSec, csPerSec, p50, p99, maxGap: 7, stalls: 0, openStalls: 0, openGapMaxMs: NaN,
+    sameWorker: 0, otherHandoffs: ordered, otherP50: p50, otherP99: p99, waitP50: 20, waitP99: 40, waitMax: 50, capped: 0, overlaps: 0, procCpuUs: 400, jsCpuUs: 300, inOrder, ordered, ...extra
+  })
+  const g = (readers, writer) => ({
+    runs: 3,
+    procCpuUs: 100,
+    jsCpuUs: 60,
+    callsPerCycle: 50,
+    tailMsMax: 2,
+    commands: { evalsha: 4 },
+    groups: {
+      readers: { workers: 16, cyclesPerSec: readers, min: readers, max: readers, cycles: readers * 4, p50: 3, p99: 12, maxMs: 15, openMaxMs: 1 },
+      writer: { workers: 1, cyclesPerSec: writer, min: writer, max: writer, cycles: writer * 4, p50: 3.5, p99: 14, maxMs: 16, openMaxMs: 2 }
+    }
+  })
+  const unc = (ex, sh, rs) => ({ 'redislock-rs-web-locks': s(ex), 'redislock-rs-web-locks-shared': s(sh), 'redislock-rs': s(rs) })
+  return {
+    server: '127.0.0.1:6379',
+    uncontended: { 1: unc(4000, 3000, 16000), 16: unc(12000, 10000, 60000), 128: unc(12000, 12000, 100000) },
+    handoff: { 'redislock-rs-web-locks': h(0.5, 2.5, 560, 1500, 1500), 'redislock-rs-wake': h(0.25, 1.75, 700, 300, 1800) },
+    mix: { 'redislock-rs-web-locks-shared': g(4000, 250), 'redislock-rs-web-locks': g(1000, 50) }
+  }
+}
+
+const webLocksCfg = {
+  sections: ['web-locks'], partial: true, quick: false, rounds: 3, duration: 1500, warmup: 300, csMs: 1, stallMs: 100, handoffMin: 100, handoffCapExtraMs: 30000,
+  webLocksWorkers: [1, 16, 128], webLocksHandoffWorkers: 16, webLocksDelay: 50, webLocksHandoffDuration: 5000, webLocksMixReaders: 16
+}
+const webLocksMeta = { started: 'now', seconds: 1, load0: '0', load1: '0', machine: { nproc: 2, cpu: 'x', os: 'y', node: 'v', redis: 'r', git: 'g', dirty: 0, addon: 'a', packages: 'p' } }
+
+test('the web-locks contenders: ours exclusive and shared on the JS-thread engine, next to the redislock face\'s plain lock and wakeOnRelease, all in byId', () => {
+  assert.deepStrictEqual(contenders.WEB_LOCKS.map((c) => c.id), ['redislock-rs-web-locks', 'redislock-rs-web-locks-shared', 'redislock-rs'])
+  assert.deepStrictEqual(contenders.WEB_LOCKS_HANDOFF.map((c) => c.id), ['redislock-rs-web-locks', 'redislock-rs-wake'])
+  assert.deepStrictEqual(contenders.WEB_LOCKS_MIX.map((c) => c.id), ['redislock-rs-web-locks-shared', 'redislock-rs-web-locks'])
+  assert.deepStrictEqual(report.WEB_LOCKS_RS, ['redislock-rs-web-locks', 'redislock-rs-web-locks-shared'])
+  const [ex, sh] = contenders.WEB_LOCKS
+  assert.deepStrictEqual([ex.mode, sh.mode, ex.engine, sh.engine, ex.js, sh.js], ['exclusive', 'shared', 'js', 'js', false, false])
+  assert.deepStrictEqual(ex.env, { REDISLOCK_RS_ENGINE: 'js' })
+  // The very same objects as the uncontended and wake sections' redislock-rs.
+  assert.strictEqual(contenders.WEB_LOCKS[2], contenders.ALL[0])
+  assert.strictEqual(contenders.WEB_LOCKS_HANDOFF[1], contenders.WAKE[0])
+  for (const c of [...contenders.WEB_LOCKS, ...contenders.WEB_LOCKS_HANDOFF, ...contenders.WEB_LOCKS_MIX]) assert.strictEqual(contenders.byId[c.id], c)
+})
+
+test('webLocksLines: same-run ratios to createLock, the handoff next to wakeOnRelease, the mix; informational', () => {
+  const lines = report.webLocksLines(webLocksFixture())
+  assert.strictEqual(lines.length, 5)
+  assert.strictEqual(lines[0], 'uncontended, 1 worker, cycles/s: request() exclusive 4,000 (0.25× createLock), shared 3,000 (0.19× createLock); createLock acquire + release 16,000')
+  assert.match(lines[2], /^uncontended, 128 workers, cycles\/s: request\(\) exclusive 12,000 \(0\.12× createLock\), shared 12,000 \(0\.12× createLock\); createLock acquire \+ release 100,000$/)
+  assert.strictEqual(lines[3], 'handoff, 1,500 handoffs: request() p50 / p99 0.500 / 2.500 ms, 560 critical sections/s, to the longest waiter 100.0 % (1,500 of 1,500); ' +
+    'createLock wakeOnRelease 0.250 / 1.750 ms, 700 critical sections/s (p50 2.00×, critical sections/s 0.80×)')
+  assert.strictEqual(lines[4], 'mix, 16 shared + 1 exclusive on one name: shared 4,000/s, exclusive 250/s; the same workers all exclusive: 1,000/s, 50/s; sharing: the 16 4.00×, the exclusive one 5.00×')
+  assert.doesNotMatch(lines.join('\n'), /BELOW|OVERLAPPING|\*\*(PASS|MISS)\*\*/)
+  assert.deepStrictEqual(report.webLocksLines(null), [])
+})
+
+test('webLocksLines: a handoff not first come, first served or not exclusive is flagged; a part not measured has no line', () => {
+  const R = webLocksFixture()
+  Object.assign(R.handoff['redislock-rs-web-locks'], { inOrder: 1499, overlaps: 2 })
+  delete R.handoff['redislock-rs-wake']
+  R.mix = null
+  const lines = report.webLocksLines(R)
+  assert.strictEqual(lines.length, 4)
+  assert.match(lines[3], /to the longest waiter 99\.9 % \(1,499 of 1,500\) — BELOW 100 %: not first come, first served; 2 OVERLAPPING HOLD\(S\): not exclusive; createLock wakeOnRelease n\/a$/)
+})
+
+test('render: a web-locks-only partial run has the section, a table per scenario and its lines, no PASS / MISS', () => {
+  const R = { local: { uncontended: {}, contention: {}, audit: {}, memory: [] }, threads: {}, remote: { available: false, skipped: true }, webLocks: webLocksFixture() }
+  const text = report.render(R, [], [], webLocksMeta, webLocksCfg)
+  assert.match(text, /## Web Locks face: redislock-rs\/web-locks next to the redislock face \(issue 36; informational, no targets\)/)
+  assert.match(text, /`new LockManager\(\{ host, port \}, \{ prefix: 'weblocks:bench:', lease: 10000 \}\)`/)
+  assert.match(text, /`createLock\(\{host, port\}, \{timeout: 10000, retries: -1, delay: 50, wakeOnRelease: true\}\)`/)
+  for (const c of ['1 worker', '16 workers', '128 workers']) assert.match(text, new RegExp(`### Web Locks, uncontended: ${c}, each on its own name`))
+  assert.match(text, /\| contender \| cycles\/s median \(min–max\) \| × createLock \| p50 ms \| p99 ms \|/)
+  assert.match(text, /\| \*\*redislock-rs\/web-locks LockManager, exclusive, JS-thread engine\*\* \| 12,000 \(12,000–12,000\) \| 0\.20× \| 0\.100 \| 0\.500 \| 10\.0 \| 8\.0 \| 4\.00 \(/)
+  assert.match(text, /\| \*\*redislock-rs, JS-thread engine\*\* \| 60,000 \(60,000–60,000\) \| 1\.00× \|/)
+  // The handoff: critical sections/s and the grants to the longest waiter, for both.
+  assert.match(text, /### Web Locks, handoff: 16 workers on one name, ~1 ms hold, vs createLock with wakeOnRelease/)
+  assert.match(text, /\| handoffs\/s median \(min–max\) \| critical sections\/s median \| handoff p50 ms \| .*\| grants to the longest waiter \| wait in request \/ acquire p50 \/ p99 \/ max ms \|/)
+  assert.match(text, /\| \*\*redislock-rs\/web-locks LockManager, exclusive, JS-thread engine\*\* \| 1,500 \(3, 15\.0 s\) \| 560 \(560–560\) \| 560 \| 0\.500 \| 2\.500 \| 7\.0 \| 0 \| 0\.0 % \| 100\.0 % \(1,500 of 1,500\) \| 20\.00 \/ 40\.0 \/ 50\.0 \| 400\.0 \|/)
+  assert.match(text, /\| \*\*redislock-rs, JS-thread engine, wakeOnRelease: true\*\* \| 1,800 \(3, 15\.0 s\) \| 700 \(700–700\) \| 700 \| 0\.250 \| 1\.750 \| .*\| 16\.7 % \(300 of 1,800\) \|/)
+  // The header row and its alignment row have as many columns.
+  const handoff = text.split('### Web Locks, handoff')[1].split('\n').filter((l) => l.startsWith('|'))
+  assert.strictEqual(handoff[0].split('|').length, handoff[1].split('|').length)
+  assert.strictEqual(handoff[0].split('|').length, handoff[2].split('|').length)
+  assert.match(text, /### Web Locks, mix: 16 shared \+ 1 exclusive \(1 ms held\) on one name, vs the same workers all exclusive/)
+  assert.match(text, /\| \*\*redislock-rs\/web-locks LockManager, shared, JS-thread engine\*\* \| 4,000 \(4,000–4,000\) \| 3\.000 \/ 12\.000 \| 250 \(250–250\) \| 3\.500 \/ 14\.000 \/ 16\.0 \| 2\.0 \|/)
+  assert.match(text, /- mix, 16 shared \+ 1 exclusive on one name: .*sharing: the 16 4\.00×, the exclusive one 5\.00×/)
+  assert.doesNotMatch(text, /\*\*(PASS|MISS)\*\*/)
+  assert.doesNotMatch(text, /## Targets \(issue 9\)/)
+  assert.doesNotMatch(text, /## Valkey 9|redis-semaphore face|## Wake on release/)
+})
+
+test('the other handoff tables are unchanged by the critical-sections column', () => {
+  const R = { local: { uncontended: {}, contention: {}, audit: {}, memory: [] }, threads: {}, remote: { available: false, skipped: true }, redissonSync: syncFixture() }
+  const cfg = { sections: ['redisson-sync'], partial: true, quick: false, rounds: 3, duration: 1500, warmup: 300, csMs: 1, stallMs: 100, syncRwReaders: 16, syncHandoffWorkers: 16, syncHandoffDuration: 5000, syncSemaphoreWorkers: [16, 128], syncPesWorkers: [16] }
+  const text = report.render(R, [], [], webLocksMeta, cfg)
+  assert.doesNotMatch(text, /critical sections\/s median \|/)
+  assert.match(text, /\| handoffs\/s median \(min–max\) \| handoff p50 ms \|/)
+})
+
+test('runHandoffs csPerSec: every acquisition while recording, handoffs and late arrivals', async () => {
+  let held = false
+  const queue = []
+  const make = () => ({
+    acquire: () => new Promise((resolve) => {
+      if (!held && !queue.length) { held = true; setImmediate(() => resolve(true)); return }
+      queue.push(resolve)
+    }),
+    release: () => {
+      const next = queue.shift()
+      if (next) setImmediate(() => next(true)); else held = false
+      return Promise.resolve()
+    }
+  })
+  const r = await runHandoffs(Array.from({ length: 4 }, make), { warmupMs: 20, durationMs: 100, minHandoffs: 10, capMs: 2000 })
+  assert.ok(r.handoffs >= 10)
+  assert.strictEqual(Math.round(r.csPerSec * r.seconds), r.handoffs + r.sameWorker)
+  const { summarizeHandoffs } = require('./measure')
+  assert.strictEqual(summarizeHandoffs([r, { ...r, csPerSec: 1 }, { ...r, csPerSec: 2 }], 100).csPerSec, 2)
 })
