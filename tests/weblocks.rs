@@ -268,14 +268,19 @@ async fn names_are_bytes_and_prefixes_never_interfere() {
 }
 
 #[tokio::test]
-async fn a_grant_made_for_someone_else_is_announced_on_the_names_channel() {
+async fn a_grant_made_for_someone_else_is_announced_to_that_request_alone() {
     let server = Server::start();
     let mut c = raw(&server, 0).await;
     let q = Queue::new("t:", b"announce");
     let client =
         redis::Client::open(format!("redis://127.0.0.1:{}/0", server.port)).expect("client");
     let mut sub = client.get_async_pubsub().await.expect("pubsub");
-    sub.subscribe(q.channel()).await.expect("subscribe");
+    sub.subscribe(q.granted_channel("b"))
+        .await
+        .expect("subscribe");
+    sub.subscribe(q.granted_channel("c"))
+        .await
+        .expect("subscribe");
     assert_eq!(
         req(&mut c, &q, "a", Mode::Exclusive, How::Queue).await,
         Status::Held

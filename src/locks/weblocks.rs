@@ -20,8 +20,8 @@
 //!
 //! Every step first drops what has expired (by the server's clock, `TIME`)
 //! and then grants from the head of the queue while the head is grantable,
-//! and announces on the name's channel when it granted someone else's
-//! request, so their waiters poll at once. This file is napi-free: it
+//! and announces each grant of someone else's request on that request's
+//! own channel, so its waiter (and no other) polls at once. This file is napi-free: it
 //! knows the data and the steps; the face, the wait and the keeper come
 //! from the layers above.
 
@@ -74,7 +74,7 @@ local function compatible(mode)
   if mode == 'x' then return redis.call('ZCARD', h) == 0 end
   return redis.call('EXISTS', x) == 0
 end
-local others = false
+local others = {}
 local function process()
   while true do
     local head = redis.call('ZRANGE', q, 0, 0)[1]
@@ -84,7 +84,7 @@ local function process()
       drop_pending(head)
     elseif compatible(mode) then
       grant(head, mode, lease)
-      if head ~= self then others = true end
+      if head ~= self then table.insert(others, head) end
     else
       break
     end
@@ -97,7 +97,7 @@ local function status(id)
   return -1
 end
 local function done(reply)
-  if others then redis.call(publish, channel, '1') end
+  for _, id in ipairs(others) do redis.call(publish, channel .. id, '1') end
   return reply
 end
 "#;
@@ -118,7 +118,6 @@ if how == 's' then
   redis.call('HSET', m, self, record)
   grant(self, mode, lease)
   process()
-  others = true
   return done(1)
 end
 process()
@@ -338,7 +337,7 @@ impl Queue {
         let key = |suffix: &str| format!("{base}:{suffix}");
         Queue {
             keys: [key("q"), key("h"), key("e"), key("m"), key("n"), key("x")],
-            channel: key("released"),
+            channel: key("granted:"),
             tag: tag.to_string(),
             prefix: prefix.to_string(),
         }
@@ -354,9 +353,10 @@ impl Queue {
         &self.keys[1]
     }
 
-    /// The channel a grant of someone else's request is announced on.
-    pub fn channel(&self) -> &str {
-        &self.channel
+    /// The channel a grant of request `id` made by another's step is
+    /// announced on (in the name's hash slot).
+    pub fn granted_channel(&self, id: &str) -> String {
+        format!("{}{id}", self.channel)
     }
 
     async fn run<C: ConnectionLike>(

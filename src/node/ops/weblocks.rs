@@ -1,13 +1,13 @@
 //! The Web Locks face's operations (lib/weblocks), as both engines run
 //! them, over the queue of src/locks/weblocks.rs: a request (queued and
 //! waited for in turn, `ifAvailable`, or `steal`), its release, and
-//! `query()`. A waiting request listens on its name's channel (a grant
-//! made for it by another process's step is announced there) and polls
-//! every third of its lease, which keeps it alive in the queue; its
+//! `query()`. A waiting request listens on its own channel (a grant made
+//! for it by another process's step is announced there, to it alone) and
+//! polls every third of its lease, which keeps it alive in the queue; its
 //! `AbortSignal` takes it out of the queue. A granted request is kept by
 //! the lease keeper until the release (hold.rs).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
@@ -24,7 +24,7 @@ use crate::node::envs::watch_of;
 use crate::node::options;
 use crate::node::runtime::rt;
 use crate::node::targets::{target, Target};
-use crate::node::wake::{poke, wake_source, wakeups};
+use crate::node::wake::{wake_source, wakeups};
 use crate::node::wire::codes::{Flag, WebOp};
 use crate::node::wire::done::{Reply, Value, WebLocksInfo, WebLocksName};
 use crate::node::wire::nums::{Nums, Slot};
@@ -130,13 +130,14 @@ async fn request<C: ConnectionLike>(
     let watch = keep.then(|| watch_of(nums)).transpose()?;
     let source = wake_source(target, conn).await;
     let publish = source.publish();
-    weblocks::touch(conn, req.prefix, req.queue).await?;
-    // Only a queued request waits: subscribed to its name's channel.
+    touch(conn, req).await?;
+    // Only a queued request waits: subscribed to its own channel.
     let subscriber = match how {
         How::Queue => Some(wakeups(target, source)?),
         _ => None,
     };
-    let channel = [req.queue.channel()];
+    let granted_channel = req.queue.granted_channel(req.id);
+    let channel = [granted_channel.as_str()];
     let wake = subscriber
         .as_ref()
         .map(|w| (std::slice::from_ref(w), &channel[..]));
@@ -184,6 +185,43 @@ async fn request<C: ConnectionLike>(
         watch_steals(req.endpoint, target, req.prefix)?;
     }
     Ok(Reply::Yes)
+}
+
+/// The names this process put in their prefix's index lately, by server,
+/// prefix and tag, and when: a name asked for again soon after needs no
+/// second `ZADD` (the index keeps a name for a grace period after its last
+/// touch; a touch at most every [`TOUCH_EVERY`] stays well inside it).
+static TOUCHED: LazyLock<Mutex<HashMap<(u32, String), Instant>>> = LazyLock::new(Mutex::default);
+
+/// How often one process touches a name it keeps asking for.
+const TOUCH_EVERY: Duration = Duration::from_millis(2_000);
+
+/// The most names remembered as touched (then they are forgotten at once).
+const TOUCHED_AT_MOST: usize = 10_000;
+
+/// Puts `req`'s name in its prefix's index (for `query()`) unless this
+/// process did so lately.
+async fn touch<C: ConnectionLike>(conn: &mut C, req: Req<'_>) -> Result<()> {
+    let key = (req.endpoint, format!("{}\n{}", req.prefix, req.queue.tag()));
+    let now = Instant::now();
+    {
+        let mut touched = locked(&TOUCHED);
+        if touched
+            .get(&key)
+            .is_some_and(|at| now.duration_since(*at) < TOUCH_EVERY)
+        {
+            return Ok(());
+        }
+        if touched.len() >= TOUCHED_AT_MOST {
+            touched.clear();
+        }
+        touched.insert(key.clone(), now);
+    }
+    let touched = weblocks::touch(conn, req.prefix, req.queue).await;
+    if touched.is_err() {
+        locked(&TOUCHED).remove(&key);
+    }
+    touched
 }
 
 /// Servers and prefixes with a steal watcher running (see [`watch_steals`]).
@@ -312,7 +350,8 @@ async fn release<C: ConnectionLike>(
     let pause = hold::pause(keep.then(|| req.held(target))).await;
     let source = wake_source(target, conn).await;
     let released = weblocks::release(conn, req.queue, source.publish(), req.id).await;
-    pause.released(&released, || poke(target, source, req.queue.channel()));
+    // Whom the release let in hears it on its own channel, from Redis.
+    pause.released(&released, || {});
     Ok(Reply::from(released?))
 }
 
