@@ -64,11 +64,14 @@ local function purge()
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', h, '-inf', now)) do drop_held(id) end
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', e, '-inf', now)) do drop_pending(id) end
 end
+local function take(id, mode, lease)
+  redis.call('ZADD', h, now + lease, id)
+  if mode == 'x' then redis.call('SET', x, id) end
+end
 local function grant(id, mode, lease)
   redis.call('ZREM', q, id)
   redis.call('ZREM', e, id)
-  redis.call('ZADD', h, now + lease, id)
-  if mode == 'x' then redis.call('SET', x, id) end
+  take(id, mode, lease)
 end
 local function compatible(mode)
   if mode == 'x' then return redis.call('ZCARD', h) == 0 end
@@ -116,17 +119,19 @@ if how == 's' then
   for _, old in ipairs(stolen) do drop_held(old) end
   if #stolen > 0 then redis.call('PUBLISH', ARGV[8], '1') end
   redis.call('HSET', m, self, record)
-  grant(self, mode, lease)
+  take(self, mode, lease)
   process()
   return done(1)
 end
 process()
-if how == 'a' then
-  if redis.call('ZCARD', q) > 0 or not compatible(mode) then return done(-1) end
+-- Nothing queued and nothing in the way: granted now, as queuing it and
+-- processing the queue would (fewer steps on the uncontended path).
+if redis.call('ZCARD', q) == 0 and compatible(mode) then
   redis.call('HSET', m, self, record)
-  grant(self, mode, lease)
+  take(self, mode, lease)
   return done(1)
 end
+if how == 'a' then return done(-1) end
 redis.call('ZADD', q, redis.call('INCR', n), self)
 redis.call('ZADD', e, now + lease, self)
 redis.call('HSET', m, self, record)
