@@ -181,7 +181,7 @@ function child (code, env) {
   const proc = spawn(process.execPath, ['-e', code], {
     cwd: path.join(__dirname, '..'),
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
+    stdio: ['pipe', 'pipe', 'pipe']
   })
   let out = ''
   proc.stdout.on('data', (d) => { out += d })
@@ -282,22 +282,25 @@ test('requests on different names never wait for each other', async () => {
   assert.deepEqual(order, ['other name', 'same name'])
 })
 
-test('across processes: requests from three processes are granted in the order they were queued, and one aborted leaves no trace', async () => {
+test('across processes: requests from three processes are granted in the order they were queued, and one aborted while queued leaves no trace', async () => {
   const name = fresh('xproc')
   const m = manager({ clientId: 'parent' })
   let release
   const held = m.request(name, () => new Promise((resolve) => { release = resolve }))
   await sleep(30)
-  const member = (clientId, abortAfterMs) => child(`
+  // A member aborts its request when told on stdin (any line).
+  const member = (clientId) => child(`
     const { LockManager } = require('./web-locks')
     const m = new LockManager({ port: ${redis.server.port} }, { lease: 3000, clientId: ${JSON.stringify(clientId)} })
-    const signal = ${abortAfterMs ? `AbortSignal.timeout(${abortAfterMs})` : 'undefined'}
-    m.request(${JSON.stringify(name)}, { signal }, () => { console.log('granted ' + process.hrtime.bigint()) })
+    const ac = new AbortController()
+    process.stdin.once('data', () => ac.abort())
+    m.request(${JSON.stringify(name)}, { signal: ac.signal }, () => { console.log('granted ' + process.hrtime.bigint()) })
       .then(() => console.log('done'), (e) => console.log('rejected ' + e.name))
+      .finally(() => process.stdin.destroy())
   `)
   const pendingIds = async () => (await m.query()).pending.filter((p) => p.name === name).map((p) => p.clientId)
   const until = async (want) => {
-    for (let i = 0; i < 200; i++) {
+    for (let i = 0; i < 600; i++) {
       if (JSON.stringify(await pendingIds()) === JSON.stringify(want)) return
       await sleep(25)
     }
@@ -305,11 +308,12 @@ test('across processes: requests from three processes are granted in the order t
   }
   const first = member('first')
   await until(['first'])
-  const quitter = member('quitter', 1500)
+  const quitter = member('quitter')
   await until(['first', 'quitter'])
   const last = member('last')
   await until(['first', 'quitter', 'last'])
-  await quitter.line('rejected TimeoutError')
+  quitter.proc.stdin.write('abort\n')
+  await quitter.line('rejected AbortError')
   await until(['first', 'last'])
   release()
   await held
