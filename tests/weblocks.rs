@@ -20,6 +20,17 @@ async fn req(c: &mut MultiplexedConnection, q: &Queue, id: &str, mode: Mode, how
         .expect("request")
 }
 
+/// Makes request `id` as `how` says and asserts where it stands.
+async fn expect(
+    c: &mut MultiplexedConnection,
+    q: &Queue,
+    id: &str,
+    (mode, how): (Mode, How),
+    want: Status,
+) {
+    assert_eq!(req(c, q, id, mode, how).await, want, "request {id}");
+}
+
 async fn poll(c: &mut MultiplexedConnection, q: &Queue, id: &str) -> Status {
     weblocks::poll(c, q, P, id, LEASE).await.expect("poll")
 }
@@ -41,18 +52,23 @@ async fn exclusive_requests_are_granted_in_order_and_nothing_is_left() {
     let server = Server::start();
     let mut c = raw(&server, 0).await;
     let q = Queue::new("t:", b"invoice:42");
-    assert_eq!(
-        req(&mut c, &q, "a", Mode::Exclusive, How::Queue).await,
-        Status::Held
-    );
-    assert_eq!(
-        req(&mut c, &q, "b", Mode::Exclusive, How::Queue).await,
-        Status::Pending
-    );
-    assert_eq!(
-        req(&mut c, &q, "c", Mode::Exclusive, How::Queue).await,
-        Status::Pending
-    );
+    expect(&mut c, &q, "a", (Mode::Exclusive, How::Queue), Status::Held).await;
+    expect(
+        &mut c,
+        &q,
+        "b",
+        (Mode::Exclusive, How::Queue),
+        Status::Pending,
+    )
+    .await;
+    expect(
+        &mut c,
+        &q,
+        "c",
+        (Mode::Exclusive, How::Queue),
+        Status::Pending,
+    )
+    .await;
     let s = snapshot(&mut c, &q).await;
     assert_eq!((ids(&s.held), ids(&s.pending)), (vec!["a"], vec!["b", "c"]));
     assert_eq!(s.held[0].client_id, "client-a");
@@ -85,23 +101,24 @@ async fn shared_requests_are_granted_together_but_wait_behind_an_earlier_exclusi
     let server = Server::start();
     let mut c = raw(&server, 0).await;
     let q = Queue::new("t:", b"cache");
-    assert_eq!(
-        req(&mut c, &q, "s1", Mode::Shared, How::Queue).await,
-        Status::Held
-    );
-    assert_eq!(
-        req(&mut c, &q, "s2", Mode::Shared, How::Queue).await,
-        Status::Held
-    );
-    assert_eq!(
-        req(&mut c, &q, "x", Mode::Exclusive, How::Queue).await,
-        Status::Pending
-    );
-    assert_eq!(
-        req(&mut c, &q, "s3", Mode::Shared, How::Queue).await,
+    expect(&mut c, &q, "s1", (Mode::Shared, How::Queue), Status::Held).await;
+    expect(&mut c, &q, "s2", (Mode::Shared, How::Queue), Status::Held).await;
+    expect(
+        &mut c,
+        &q,
+        "x",
+        (Mode::Exclusive, How::Queue),
         Status::Pending,
-        "a shared request queued behind an exclusive one waits"
-    );
+    )
+    .await;
+    expect(
+        &mut c,
+        &q,
+        "s3",
+        (Mode::Shared, How::Queue),
+        Status::Pending,
+    )
+    .await; // a shared request queued behind an exclusive one waits
     assert!(release(&mut c, &q, "s1").await);
     assert_eq!(
         poll(&mut c, &q, "x").await,
@@ -121,34 +138,51 @@ async fn if_available_grants_now_or_writes_nothing() {
     let server = Server::start();
     let mut c = raw(&server, 0).await;
     let q = Queue::new("t:", b"job");
-    assert_eq!(
-        req(&mut c, &q, "a", Mode::Exclusive, How::IfAvailable).await,
-        Status::Held
-    );
-    assert_eq!(
-        req(&mut c, &q, "b", Mode::Exclusive, How::IfAvailable).await,
-        Status::Gone
-    );
-    assert_eq!(
-        req(&mut c, &q, "s", Mode::Shared, How::IfAvailable).await,
-        Status::Gone
-    );
+    expect(
+        &mut c,
+        &q,
+        "a",
+        (Mode::Exclusive, How::IfAvailable),
+        Status::Held,
+    )
+    .await;
+    expect(
+        &mut c,
+        &q,
+        "b",
+        (Mode::Exclusive, How::IfAvailable),
+        Status::Gone,
+    )
+    .await;
+    expect(
+        &mut c,
+        &q,
+        "s",
+        (Mode::Shared, How::IfAvailable),
+        Status::Gone,
+    )
+    .await;
     let s = snapshot(&mut c, &q).await;
     assert_eq!((ids(&s.held), ids(&s.pending)), (vec!["a"], vec![]));
     // A queued request makes the name unavailable even to a compatible one.
     assert!(release(&mut c, &q, "a").await);
-    assert_eq!(
-        req(&mut c, &q, "s1", Mode::Shared, How::Queue).await,
-        Status::Held
-    );
-    assert_eq!(
-        req(&mut c, &q, "x", Mode::Exclusive, How::Queue).await,
-        Status::Pending
-    );
-    assert_eq!(
-        req(&mut c, &q, "s2", Mode::Shared, How::IfAvailable).await,
-        Status::Gone
-    );
+    expect(&mut c, &q, "s1", (Mode::Shared, How::Queue), Status::Held).await;
+    expect(
+        &mut c,
+        &q,
+        "x",
+        (Mode::Exclusive, How::Queue),
+        Status::Pending,
+    )
+    .await;
+    expect(
+        &mut c,
+        &q,
+        "s2",
+        (Mode::Shared, How::IfAvailable),
+        Status::Gone,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -156,18 +190,30 @@ async fn steal_takes_the_name_at_once_and_the_old_holders_lose_it() {
     let server = Server::start();
     let mut c = raw(&server, 0).await;
     let q = Queue::new("t:", b"job");
-    assert_eq!(
-        req(&mut c, &q, "old", Mode::Exclusive, How::Queue).await,
-        Status::Held
-    );
-    assert_eq!(
-        req(&mut c, &q, "waiting", Mode::Exclusive, How::Queue).await,
-        Status::Pending
-    );
-    assert_eq!(
-        req(&mut c, &q, "thief", Mode::Exclusive, How::Steal).await,
-        Status::Held
-    );
+    expect(
+        &mut c,
+        &q,
+        "old",
+        (Mode::Exclusive, How::Queue),
+        Status::Held,
+    )
+    .await;
+    expect(
+        &mut c,
+        &q,
+        "waiting",
+        (Mode::Exclusive, How::Queue),
+        Status::Pending,
+    )
+    .await;
+    expect(
+        &mut c,
+        &q,
+        "thief",
+        (Mode::Exclusive, How::Steal),
+        Status::Held,
+    )
+    .await;
     assert!(!weblocks::renew(&mut c, &q, P, "old", LEASE)
         .await
         .expect("renew"));
@@ -192,18 +238,23 @@ async fn an_aborted_request_leaves_no_trace_and_lets_those_behind_it_in() {
     let server = Server::start();
     let mut c = raw(&server, 0).await;
     let q = Queue::new("t:", b"res");
-    assert_eq!(
-        req(&mut c, &q, "s1", Mode::Shared, How::Queue).await,
-        Status::Held
-    );
-    assert_eq!(
-        req(&mut c, &q, "x", Mode::Exclusive, How::Queue).await,
-        Status::Pending
-    );
-    assert_eq!(
-        req(&mut c, &q, "s2", Mode::Shared, How::Queue).await,
-        Status::Pending
-    );
+    expect(&mut c, &q, "s1", (Mode::Shared, How::Queue), Status::Held).await;
+    expect(
+        &mut c,
+        &q,
+        "x",
+        (Mode::Exclusive, How::Queue),
+        Status::Pending,
+    )
+    .await;
+    expect(
+        &mut c,
+        &q,
+        "s2",
+        (Mode::Shared, How::Queue),
+        Status::Pending,
+    )
+    .await;
     let aborted = weblocks::abort(&mut c, &q, P, "x").await.expect("abort");
     assert_eq!(aborted, Aborted::Removed);
     let s = snapshot(&mut c, &q).await;
@@ -231,10 +282,14 @@ async fn a_dead_holder_and_a_dead_waiter_stop_blocking_after_their_lease() {
     assert_eq!(held.await.expect("request"), Status::Held);
     let queued = weblocks::request(&mut c, &q, P, "gone", Mode::Exclusive, 150, "g", How::Queue);
     assert_eq!(queued.await.expect("request"), Status::Pending);
-    assert_eq!(
-        req(&mut c, &q, "live", Mode::Exclusive, How::Queue).await,
-        Status::Pending
-    );
+    expect(
+        &mut c,
+        &q,
+        "live",
+        (Mode::Exclusive, How::Queue),
+        Status::Pending,
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(250)).await;
     // Neither renewed nor polled: both expired; the live waiter's poll
     // finds the name free.
@@ -253,18 +308,16 @@ async fn names_are_bytes_and_prefixes_never_interfere() {
     let a = Queue::new("one:", b"\0\xed\xa0\x80");
     let b = Queue::new("two:", b"\0\xed\xa0\x80");
     let other = Queue::new("one:", b"\0\xed\xa0\x81");
-    assert_eq!(
-        req(&mut c, &a, "a", Mode::Exclusive, How::Queue).await,
-        Status::Held
-    );
-    assert_eq!(
-        req(&mut c, &b, "b", Mode::Exclusive, How::Queue).await,
-        Status::Held
-    );
-    assert_eq!(
-        req(&mut c, &other, "o", Mode::Exclusive, How::Queue).await,
-        Status::Held
-    );
+    expect(&mut c, &a, "a", (Mode::Exclusive, How::Queue), Status::Held).await;
+    expect(&mut c, &b, "b", (Mode::Exclusive, How::Queue), Status::Held).await;
+    expect(
+        &mut c,
+        &other,
+        "o",
+        (Mode::Exclusive, How::Queue),
+        Status::Held,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -281,14 +334,15 @@ async fn a_grant_made_for_someone_else_is_announced_to_that_request_alone() {
     sub.subscribe(q.granted_channel("c"))
         .await
         .expect("subscribe");
-    assert_eq!(
-        req(&mut c, &q, "a", Mode::Exclusive, How::Queue).await,
-        Status::Held
-    );
-    assert_eq!(
-        req(&mut c, &q, "b", Mode::Exclusive, How::Queue).await,
-        Status::Pending
-    );
+    expect(&mut c, &q, "a", (Mode::Exclusive, How::Queue), Status::Held).await;
+    expect(
+        &mut c,
+        &q,
+        "b",
+        (Mode::Exclusive, How::Queue),
+        Status::Pending,
+    )
+    .await;
     assert!(release(&mut c, &q, "a").await);
     use futures_util::StreamExt;
     let mut messages = sub.on_message();
