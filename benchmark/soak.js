@@ -1,12 +1,14 @@
 'use strict'
 
 /**
- * Soak run (not a test): many acquire/release cycles and many locks created
- * and dropped (some while held), with RSS, V8 heap and the process's thread
+ * Soak run (not a test): many acquire/release cycles, the same with locks
+ * the lease keeper renews (`autoExtend`, a 30 s lease: a released one must
+ * leave no renewal task behind, NOTES §35), and many locks created and
+ * dropped (some while held), with RSS, V8 heap and the process's thread
  * count before and after; then a child process that holds a lock, drops it
  * and must exit on its own.
  *
- *   node --expose-gc benchmark/soak.js [--cycles 1000000] [--locks 100000] [--concurrency 64]
+ *   node --expose-gc benchmark/soak.js [--cycles 1000000] [--kept 250000] [--locks 100000] [--concurrency 64]
  */
 
 const { spawn } = require('child_process')
@@ -20,6 +22,7 @@ function arg (name, fallback) {
   return i > 0 ? Number(process.argv[i + 1]) : fallback
 }
 const CYCLES = arg('cycles', 1000000)
+const KEPT = arg('kept', 250000)
 const LOCKS = arg('locks', 100000)
 const CONCURRENCY = arg('concurrency', 64)
 
@@ -36,10 +39,10 @@ function row (label, a, b) {
   return `| ${label.padEnd(32)} | ${mb(a.rss).padStart(8)} → ${mb(b.rss).padStart(8)} | ${mb(a.heapUsed).padStart(7)} → ${mb(b.heapUsed).padStart(7)} | ${String(a.threads).padStart(3)} → ${String(b.threads).padStart(3)} |`
 }
 
-async function cycles (url, total) {
+async function cycles (url, total, options = { timeout: 10000 }) {
   let done = 0
   const loops = Array.from({ length: CONCURRENCY }, async (_, n) => {
-    const lock = redislock.createLock(url, { timeout: 10000 })
+    const lock = redislock.createLock(url, options)
     const key = `soak:cycle:${n}`
     while (done < total) {
       done++
@@ -108,6 +111,12 @@ async function main () {
     const afterCycles = snapshot()
 
     t0 = Date.now()
+    const kept = await cycles(url, KEPT, { timeout: 30000, autoExtend: true })
+    const keptMs = Date.now() - t0
+    await settle()
+    const afterKept = snapshot()
+
+    t0 = Date.now()
     const dropped = await createAndDrop(url, LOCKS)
     const dropMs = Date.now() - t0
     await new Promise((resolve) => setTimeout(resolve, 1200)) // held ones expire
@@ -120,9 +129,11 @@ async function main () {
     console.log('| phase                            | RSS MB before → after | heap MB before → after | threads |')
     console.log('|----------------------------------|-----------------------|------------------------|---------|')
     console.log(row(`${n} acquire/release cycles`, start, afterCycles))
-    console.log(row(`${dropped.made} locks created+dropped`, afterCycles, afterDrop))
+    console.log(row(`${kept} kept (autoExtend) cycles`, afterCycles, afterKept))
+    console.log(row(`${dropped.made} locks created+dropped`, afterKept, afterDrop))
     console.log(row('whole run', start, afterDrop))
     console.log(`\ncycles: ${(n / (cycleMs / 1000)).toFixed(0)}/s (${(cycleMs / 1000).toFixed(1)} s); ` +
+      `kept cycles: ${(kept / (keptMs / 1000)).toFixed(0)}/s; ` +
       `create+drop: ${(dropped.made / (dropMs / 1000)).toFixed(0)}/s, ${dropped.held} dropped while held`)
     console.log(`child holding a lock then dropping it: ${child.held ? 'acquired' : 'did NOT acquire'}, ` +
       `exited on its own with code ${child.code} after ${child.ms} ms${child.signal ? ` (killed: ${child.signal})` : ''}`)
