@@ -67,6 +67,11 @@ impl Held {
     pub fn same_lock(&self, server: &Arc<SharedConnection>, name: &str) -> bool {
         self.server == Arc::as_ptr(server) as usize && self.name == name
     }
+
+    /// Whether it is of lock family `family` (a kind's `KEPT` tag).
+    pub fn is(&self, family: &'static str) -> bool {
+        self.family == family
+    }
 }
 
 static BASE: LazyLock<Instant> = LazyLock::new(Instant::now);
@@ -285,13 +290,6 @@ pub fn nudge_where(which: impl Fn(&Held) -> bool) -> usize {
 /// Whether any kept lock is one `which` picks.
 pub fn any_where(which: impl Fn(&Held) -> bool) -> bool {
     running().keys().any(which)
-}
-
-impl Held {
-    /// Whether it is of lock family `family` (a kind's `KEPT` tag).
-    pub fn is(&self, family: &'static str) -> bool {
-        self.family == family
-    }
 }
 
 /// How long `held`'s lease is known to run from now, by the last confirmed

@@ -161,35 +161,10 @@ async fn run<C: ConnectionLike>(
     script: &Lua,
     res: Resources<'_>,
     tail: &[&str],
+    ttl_ms: u64,
 ) -> Result<bool> {
     if let (Some(dialect), [key]) = (dialect, res.keys) {
-        let ttl = || tail.first().and_then(|t| t.parse::<u64>().ok());
-        let done = match take {
-            Take::Lock => match ttl() {
-                Some(ms) if dialect.of(conn).await? == Speaks::CompareCommands => {
-                    Some(token::try_acquire(conn, key, res.value, ms).await?)
-                }
-                _ => None,
-            },
-            Take::Extend | Take::Renew => match ttl() {
-                Some(ms) => {
-                    token::compare_without_lua(conn, dialect, key, res.value, Some(ms), None)
-                        .await?
-                        .map(|n| n == 1)
-                }
-                None => None,
-            },
-            Take::Unlock => {
-                let announce = match tail {
-                    [publish, channel] => Some((*channel, *publish)),
-                    _ => None,
-                };
-                token::compare_without_lua(conn, dialect, key, res.value, None, announce)
-                    .await?
-                    .map(|n| n == 1)
-            }
-        };
-        if let Some(done) = done {
+        if let Some(done) = run_lua_free(conn, dialect, take, key, res.value, tail, ttl_ms).await? {
             return Ok(done);
         }
     }
@@ -212,6 +187,36 @@ async fn run<C: ConnectionLike>(
         redis::Value::SimpleString(s) => s == n.to_string(),
         _ => false,
     })
+}
+
+/// [`run`]'s step on one resource without Lua, where the server can:
+/// `SET key value NX PX ttl`, `SET key value IFEQ value PX ttl`, or
+/// `DELIFEQ key value` (with `tail` = the publish command and the channel,
+/// its announcement pipelined after it). `None`: the server has not the
+/// commands, the script runs.
+#[allow(clippy::too_many_arguments)]
+async fn run_lua_free<C: ConnectionLike>(
+    conn: &mut C,
+    dialect: &Dialect,
+    take: Take,
+    key: &str,
+    value: &str,
+    tail: &[&str],
+    ttl_ms: u64,
+) -> Result<Option<bool>> {
+    let (ms, announce) = match (take, tail) {
+        (Take::Lock, _) => {
+            if dialect.of(conn).await? != Speaks::CompareCommands {
+                return Ok(None);
+            }
+            return Ok(Some(token::try_acquire(conn, key, value, ttl_ms).await?));
+        }
+        (Take::Extend | Take::Renew, _) => (Some(ttl_ms), None),
+        (Take::Unlock, [publish, channel]) => (None, Some((*channel, *publish))),
+        (Take::Unlock, _) => (None, None),
+    };
+    let n = token::compare_without_lua(conn, dialect, key, value, ms, announce).await?;
+    Ok(n.map(|n| n == 1))
 }
 
 /// Which script an attempt runs.
@@ -317,7 +322,7 @@ where
         r.timer,
         r.opts.server_timeout,
         settle,
-        |i, mut c: C| async move { run(&mut c, step(i), take, script, res, tail(i)).await },
+        |i, mut c: C| async move { run(&mut c, step(i), take, script, res, tail(i), ttl).await },
     )
     .await
     .into_iter()
@@ -707,7 +712,7 @@ where
         Settle::AllServers,
         |i, mut c: C| async move {
             let d = scripts.own.then(|| dialect(i));
-            run(&mut c, d, Take::Unlock, &scripts.unlock, res, &[]).await
+            run(&mut c, d, Take::Unlock, &scripts.unlock, res, &[], 0).await
         },
     )
     .await

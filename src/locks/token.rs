@@ -145,6 +145,9 @@ pub struct Grant<'a> {
     pub dialect: Option<&'a Dialect>,
 }
 
+/// The dialect of a grant made without one: scripts, never asked.
+static SCRIPTED: Dialect = Dialect::scripts();
+
 /// A grant: when its winning attempt was sent (the lease runs from no
 /// earlier than that), its fencing token, if any, and how many attempts
 /// it took.
@@ -232,7 +235,7 @@ async fn attempt_with<C: ConnectionLike>(
     let got = attempt_raw(conn, key, token, ttl_ms, grant).await?;
     if let (Some(g), Some(want)) = (got, grant.replicas) {
         if let Err(e) = replicas::wait_for(conn, want).await {
-            let _ = undo(conn, grant.dialect, key, token).await;
+            let _ = release(conn, grant.dialect.unwrap_or(&SCRIPTED), key, token).await;
             return Err(e);
         }
         return Ok(Some(g));
@@ -342,16 +345,9 @@ pub async fn release_announced<C: ConnectionLike>(
 ) -> Result<bool> {
     check_key(key)?;
     let publish = source.publish();
-    if dialect.of(conn).await? == Speaks::CompareCommands {
-        let first = announce_once_lua_free(conn, key, token, channel, publish).await;
-        match lua_free(dialect, first) {
-            LuaFree::Done(result) => return result,
-            LuaFree::Again(broken) => {
-                let again = announce_once_lua_free(conn, key, token, channel, publish).await;
-                return resent(broken, again.map_err(Error::from), Resend::Removes);
-            }
-            LuaFree::Unknown => {}
-        }
+    let step = (key, token, None, Some((channel, publish)));
+    if let Some(done) = compare_without_lua_resent(conn, dialect, step, Resend::Removes).await? {
+        return Ok(done);
     }
     match announce_once(conn, key, token, channel, publish).await {
         Err(broken @ Error::Connection(_)) => {
@@ -462,20 +458,6 @@ pub async fn extend<C: ConnectionLike>(
     compare_and_act(conn, dialect, &call).await
 }
 
-/// Undoes a grant of `key` to `token` that cannot stand (replicas did not
-/// acknowledge it): a release by the dialect when known, else by script.
-async fn undo<C: ConnectionLike>(
-    conn: &mut C,
-    dialect: Option<&Dialect>,
-    key: &str,
-    token: &str,
-) -> Result<bool> {
-    match dialect {
-        Some(d) => release(conn, d, key, token).await,
-        None => release(conn, &Dialect::new(), key, token).await,
-    }
-}
-
 /// One of the compare-and-act scripts on one key: `EVALSHA hash 1 key
 /// token [ms]` (see [`Lua::eval`]).
 struct CompareAndAct<'a> {
@@ -488,10 +470,6 @@ struct CompareAndAct<'a> {
 }
 
 impl CompareAndAct<'_> {
-    async fn run_lua_free<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<i64> {
-        compare_once(conn, self.key, self.token, self.ms).await
-    }
-
     async fn run<C: ConnectionLike>(&self, conn: &mut C) -> redis::RedisResult<i64> {
         let size = (
             3 + usize::from(self.ms.is_some()),
@@ -517,15 +495,9 @@ async fn compare_and_act<C: ConnectionLike>(
     dialect: &Dialect,
     call: &CompareAndAct<'_>,
 ) -> Result<bool> {
-    if dialect.of(conn).await? == Speaks::CompareCommands {
-        match lua_free(dialect, call.run_lua_free(conn).await) {
-            LuaFree::Done(result) => return result,
-            LuaFree::Again(broken) => {
-                let again = call.run_lua_free(conn).await.map_err(Error::from);
-                return resent(broken, again, call.resend);
-            }
-            LuaFree::Unknown => {}
-        }
+    let step = (call.key, call.token, call.ms, None);
+    if let Some(done) = compare_without_lua_resent(conn, dialect, step, call.resend).await? {
+        return Ok(done);
     }
     match call.run(conn).await.map_err(Error::from) {
         Err(broken @ Error::Connection(_)) => {
@@ -613,29 +585,27 @@ pub async fn compare_without_lua<C: ConnectionLike>(
     }
 }
 
-/// What a Lua-free step's reply means.
-enum LuaFree {
-    /// Its yes or no, or the server's error.
-    Done(Result<bool>),
-    /// The connection broke under it: try once more, and read the second
-    /// answer as [`resent`] says.
-    Again(Error),
-    /// The server answered "unknown command": it is not the server the
-    /// dialect was learned from (forgotten now); run the script.
-    Unknown,
-}
+/// One Lua-free step: key, token, the refresh's ms (none: a release) and
+/// the release's announcement (channel, publish command).
+type LuaFreeStep<'a> = (&'a str, &'a str, Option<u64>, Option<(&'a str, &'a str)>);
 
-fn lua_free(dialect: &Dialect, reply: redis::RedisResult<i64>) -> LuaFree {
-    match reply {
-        Ok(n) => LuaFree::Done(Ok(n == 1)),
-        Err(e) if unknown_command(&e) => {
-            dialect.forget();
-            LuaFree::Unknown
+/// [`compare_without_lua`] sent once more after a broken connection, the
+/// second answer read as [`resent`] says: `None` when the server does not
+/// speak the commands (the caller runs its script).
+async fn compare_without_lua_resent<C: ConnectionLike>(
+    conn: &mut C,
+    dialect: &Dialect,
+    (key, token, ms, announce): LuaFreeStep<'_>,
+    resend: Resend,
+) -> Result<Option<bool>> {
+    match compare_without_lua(conn, dialect, key, token, ms, announce).await {
+        Err(broken @ Error::Connection(_)) => {
+            let again = compare_without_lua(conn, dialect, key, token, ms, announce).await;
+            // A server that stopped speaking them meanwhile: not known.
+            let again = again.and_then(|n| n.ok_or_else(|| broken.clone()));
+            resent(broken, again, resend).map(Some)
         }
-        Err(e) => match Error::from(e) {
-            broken @ Error::Connection(_) => LuaFree::Again(broken),
-            other => LuaFree::Done(Err(other)),
-        },
+        reply => Ok(reply?.map(|n| n == 1)),
     }
 }
 

@@ -308,7 +308,8 @@ pub struct Queue {
     keys: [String; 6],
     channel: String,
     tag: String,
-    prefix: String,
+    /// The prefix's steal channel (see [`steals_channel`]).
+    steals: String,
 }
 
 impl Queue {
@@ -344,7 +345,7 @@ impl Queue {
             keys: [key("q"), key("h"), key("e"), key("m"), key("n"), key("x")],
             channel: key("granted:"),
             tag: tag.to_string(),
-            prefix: prefix.to_string(),
+            steals: steals_channel(prefix),
         }
     }
 
@@ -376,6 +377,19 @@ impl Queue {
         let mut args: Vec<&[u8]> = vec![self.channel.as_bytes(), publish.as_bytes(), id.as_bytes()];
         args.extend(rest.iter().map(|r| r.as_bytes()));
         Ok(script.run(conn, &keys, &args).await?)
+    }
+
+    /// One step for request `id` (checked) that answers a number.
+    async fn step<C: ConnectionLike>(
+        &self,
+        conn: &mut C,
+        script: &Lua,
+        publish: &str,
+        id: &str,
+        rest: &[&str],
+    ) -> Result<i64> {
+        check_id(id)?;
+        int(self.run(conn, script, publish, id, rest).await?)
     }
 }
 
@@ -412,22 +426,14 @@ pub async fn request<C: ConnectionLike>(
     client_id: &str,
     how: How,
 ) -> Result<Status> {
-    check_id(id)?;
     if lease_ms == 0 {
         return Err(Error::InvalidArgument("a lease must be positive".into()));
     }
     let lease = lease_ms.to_string();
-    let steals = steals_channel(&queue.prefix);
-    let rest = [
-        mode.code(),
-        lease.as_str(),
-        client_id,
-        how.code(),
-        steals.as_str(),
-    ];
-    let n = int(queue
-        .run(conn, &SCRIPTS.request, publish, id, &rest)
-        .await?)?;
+    let rest = [mode.code(), &lease, client_id, how.code(), &queue.steals];
+    let n = queue
+        .step(conn, &SCRIPTS.request, publish, id, &rest)
+        .await?;
     Ok(status(n))
 }
 
@@ -440,11 +446,10 @@ pub async fn poll<C: ConnectionLike>(
     id: &str,
     lease_ms: u64,
 ) -> Result<Status> {
-    check_id(id)?;
     let lease = lease_ms.to_string();
-    let n = int(queue
-        .run(conn, &SCRIPTS.poll, publish, id, &[lease.as_str()])
-        .await?)?;
+    let n = queue
+        .step(conn, &SCRIPTS.poll, publish, id, &[&lease])
+        .await?;
     Ok(status(n))
 }
 
@@ -457,11 +462,10 @@ pub async fn renew<C: ConnectionLike>(
     id: &str,
     lease_ms: u64,
 ) -> Result<bool> {
-    check_id(id)?;
     let lease = lease_ms.to_string();
-    let n = int(queue
-        .run(conn, &SCRIPTS.renew, publish, id, &[lease.as_str()])
-        .await?)?;
+    let n = queue
+        .step(conn, &SCRIPTS.renew, publish, id, &[&lease])
+        .await?;
     Ok(n == 1)
 }
 
@@ -473,8 +477,7 @@ pub async fn release<C: ConnectionLike>(
     publish: &str,
     id: &str,
 ) -> Result<bool> {
-    check_id(id)?;
-    let n = int(queue.run(conn, &SCRIPTS.release, publish, id, &[]).await?)?;
+    let n = queue.step(conn, &SCRIPTS.release, publish, id, &[]).await?;
     Ok(n == 1)
 }
 
@@ -485,8 +488,7 @@ pub async fn abort<C: ConnectionLike>(
     publish: &str,
     id: &str,
 ) -> Result<Aborted> {
-    check_id(id)?;
-    let n = int(queue.run(conn, &SCRIPTS.abort, publish, id, &[]).await?)?;
+    let n = queue.step(conn, &SCRIPTS.abort, publish, id, &[]).await?;
     Ok(match n {
         1 => Aborted::Removed,
         2 => Aborted::Held,

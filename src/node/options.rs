@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::limits::{self, invalid_timeout, positive_int, whole_ms, whole_u32};
 use crate::locks::replicas::Replicas;
 use crate::locks::token::AcquireOptions;
+use crate::locks::weblocks::{How, Mode};
 use crate::node::targets::Target;
 use crate::node::wire::nums::{Nums, Slot};
 use crate::waiting::retry::Retries;
@@ -133,6 +134,30 @@ pub(crate) fn jitter(nums: &Nums) -> Result<Duration> {
 /// A number in 0..1 for the retry jitter.
 pub(crate) fn random() -> f64 {
     (uuid::Uuid::new_v4().as_u128() >> 75) as f64 / (1u64 << 53) as f64
+}
+
+/// A Web Locks request's mode (`Slot::Mode`: 0 exclusive, 1 shared).
+pub(crate) fn web_mode(nums: &Nums) -> Result<Mode> {
+    match nums.get(Slot::Mode) {
+        0.0 => Ok(Mode::Exclusive),
+        1.0 => Ok(Mode::Shared),
+        n => Err(Error::InvalidArgument(format!(
+            "unknown Web Locks mode {n}"
+        ))),
+    }
+}
+
+/// How a Web Locks request is made (`Slot::How`: 0 queued, 1
+/// `ifAvailable`, 2 `steal`).
+pub(crate) fn web_how(nums: &Nums) -> Result<How> {
+    match nums.get(Slot::How) {
+        0.0 => Ok(How::Queue),
+        1.0 => Ok(How::IfAvailable),
+        2.0 => Ok(How::Steal),
+        n => Err(Error::InvalidArgument(format!(
+            "unknown Web Locks request kind {n}"
+        ))),
+    }
 }
 
 #[cfg(test)]

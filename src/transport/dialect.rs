@@ -75,6 +75,14 @@ impl Dialect {
         }
     }
 
+    /// A dialect that is scripts, without asking (where no server's is at
+    /// hand).
+    pub const fn scripts() -> Dialect {
+        Dialect {
+            state: AtomicU8::new(SCRIPTS),
+        }
+    }
+
     /// What the server speaks, known without asking (None: not learned yet).
     pub fn known(&self) -> Option<Speaks> {
         match self.state.load(Ordering::Acquire) {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionLike;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::hold;
 use crate::keeper::{self, Held};
 use crate::locks::weblocks::{self, Aborted, How, Mode, Queue, Status};
@@ -94,27 +94,6 @@ impl Req<'_> {
     }
 }
 
-fn mode_of(n: f64) -> Result<Mode> {
-    match n {
-        0.0 => Ok(Mode::Exclusive),
-        1.0 => Ok(Mode::Shared),
-        _ => Err(Error::InvalidArgument(format!(
-            "unknown Web Locks mode {n}"
-        ))),
-    }
-}
-
-fn how_of(n: f64) -> Result<How> {
-    match n {
-        0.0 => Ok(How::Queue),
-        1.0 => Ok(How::IfAvailable),
-        2.0 => Ok(How::Steal),
-        _ => Err(Error::InvalidArgument(format!(
-            "unknown Web Locks request kind {n}"
-        ))),
-    }
-}
-
 async fn request<C: ConnectionLike>(
     conn: &mut C,
     target: &Arc<Target>,
@@ -125,22 +104,23 @@ async fn request<C: ConnectionLike>(
 ) -> Result<Reply> {
     let nums = req.nums;
     let lease = options::lease_ms(nums.get(Slot::Time))?;
-    let (mode, how) = (mode_of(nums.get(Slot::Mode))?, how_of(nums.get(Slot::How))?);
+    let (mode, how) = (options::web_mode(nums)?, options::web_how(nums)?);
     let keep = Flag::Keep.in_bits(options::flags(nums)?);
     let watch = keep.then(|| watch_of(nums)).transpose()?;
     let source = wake_source(target, conn).await;
     let publish = source.publish();
     touch(conn, req).await?;
     // Only a queued request waits: subscribed to its own channel.
-    let subscriber = match how {
-        How::Queue => Some(wakeups(target, source)?),
-        _ => None,
-    };
-    let granted_channel = req.queue.granted_channel(req.id);
-    let channel = [granted_channel.as_str()];
+    let granted = (how == How::Queue).then(|| req.queue.granted_channel(req.id));
+    let subscriber = granted
+        .as_ref()
+        .map(|_| wakeups(target, source))
+        .transpose()?;
+    let channel = granted.as_deref().map(|c| [c]);
     let wake = subscriber
         .as_ref()
-        .map(|w| (std::slice::from_ref(w), &channel[..]));
+        .zip(channel.as_ref())
+        .map(|(w, c)| (std::slice::from_ref(w), &c[..]));
     let schedule = Schedule {
         retries: match how {
             How::Queue => Retries::Forever,
